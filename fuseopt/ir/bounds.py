@@ -1,0 +1,241 @@
+"""Static bounds of index expressions over a loop box: exact for affine, sound otherwise.
+
+An index is read as a linear form over *atoms*: loop variables, and non-linear sub-expressions
+(`a // c`, `a % c`, min, max, products of variables) each bounded by interval arithmetic. Loop
+variables are independent over the box, so the range of an affine form is exact. A masked load is
+checked under its condition: each conjunct `L cmp k` with linear L bounds L, and the load's index
+is bounded by peeling multiples of those L off it (sound, as every piece is bounded). What cannot
+be bounded statically (indirect indices, unpeelable masked loads) is left to the interpreter's
+run-time check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from fuseopt.errors import Span
+from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Unary, Var, transform, walk
+from fuseopt.ir.graph import BufferInfo, ComputeNode
+
+Interval = tuple[int, int]
+Atom = Expr  # a Var or a non-linear sub-expression (spans take no part in equality)
+
+
+@dataclass(frozen=True)
+class Linear:
+    coeffs: tuple[tuple[Atom, int], ...]
+    const: int
+
+    def as_dict(self) -> dict[Atom, int]:
+        return dict(self.coeffs)
+
+
+def _mk(d: Mapping[Atom, int], c: int) -> Linear:
+    return Linear(tuple((a, k) for a, k in d.items() if k != 0), c)
+
+
+def linear_form(e: Expr) -> Linear:
+    """e as const + sum(coeff * atom); never fails (a non-linear e is one atom)."""
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return Linear((), e.value)
+    if isinstance(e, Var):
+        return Linear(((Var(e.name), 1),), 0)
+    if isinstance(e, Unary) and e.op == "neg":
+        f = linear_form(e.x)
+        return Linear(tuple((a, -k) for a, k in f.coeffs), -f.const)
+    if isinstance(e, Binary) and e.op in ("add", "sub"):
+        fa, fb = linear_form(e.a), linear_form(e.b)
+        sign = 1 if e.op == "add" else -1
+        d = fa.as_dict()
+        for a, k in fb.coeffs:
+            d[a] = d.get(a, 0) + sign * k
+        return _mk(d, fa.const + sign * fb.const)
+    if isinstance(e, Binary) and e.op == "mul":
+        fa, fb = linear_form(e.a), linear_form(e.b)
+        if not fa.coeffs:
+            return Linear(tuple((a, fa.const * k) for a, k in fb.coeffs), fa.const * fb.const)
+        if not fb.coeffs:
+            return Linear(tuple((a, fb.const * k) for a, k in fa.coeffs), fa.const * fb.const)
+    return Linear(((_strip(e), 1),), 0)
+
+
+def _strip(e: Expr) -> Expr:
+    """Atoms are compared structurally; dtype annotations must not make equal atoms differ."""
+    return transform(e, lambda n: replace(n, dtype=None) if n.dtype is not None else None)
+
+
+def interval(e: Expr, ranges: Mapping[str, int]) -> Interval | None:
+    """Sound [lo, hi] of an integer expression with each var v in [0, ranges[v]-1]; None if unknown."""
+    return _linear_interval(linear_form(e), ranges)
+
+
+def _linear_interval(
+    f: Linear, ranges: Mapping[str, int], refined: Mapping[Atom, Interval] | None = None
+) -> Interval | None:
+    lo = hi = f.const
+    for atom, k in f.coeffs:
+        r = refined.get(atom) if refined else None
+        if r is None:
+            r = _atom_interval(atom, ranges)
+        if r is None:
+            return None
+        a, b = k * r[0], k * r[1]
+        lo += min(a, b)
+        hi += max(a, b)
+    return lo, hi
+
+
+def _atom_interval(e: Expr, ranges: Mapping[str, int]) -> Interval | None:
+    if isinstance(e, Var):
+        n = ranges.get(e.name)
+        return None if n is None else (0, n - 1)
+    if isinstance(e, Binary):
+        if (
+            e.op in ("floordiv", "mod")
+            and isinstance(e.b, Const)
+            and isinstance(e.b.value, int)
+            and e.b.value > 0
+        ):
+            c = e.b.value
+            r = interval(e.a, ranges)
+            if e.op == "floordiv":
+                return None if r is None else (r[0] // c, r[1] // c)
+            if r is not None and r[0] // c == r[1] // c:
+                return r[0] % c, r[1] % c
+            return 0, c - 1
+        ra, rb = interval(e.a, ranges), interval(e.b, ranges)
+        if ra is None or rb is None:
+            return None
+        if e.op == "minimum":
+            return min(ra[0], rb[0]), min(ra[1], rb[1])
+        if e.op == "maximum":
+            return max(ra[0], rb[0]), max(ra[1], rb[1])
+        if e.op == "mul":
+            ps = [x * y for x in ra for y in rb]
+            return min(ps), max(ps)
+    return None  # loads (indirect indexing) and anything else: unknown statically
+
+
+# -- conditions ------------------------------------------------------------------------------
+def _conjuncts(c: Expr) -> list[Expr] | None:
+    if isinstance(c, Binary) and c.op == "and":
+        a, b = _conjuncts(c.a), _conjuncts(c.b)
+        return None if a is None or b is None else a + b
+    if isinstance(c, Binary) and c.op in ("lt", "le", "gt", "ge", "eq"):
+        return [c]
+    return None
+
+
+def constraints(cond: Expr, ranges: Mapping[str, int]) -> list[tuple[Linear, Interval]] | None:
+    """A conjunction of comparisons as `L in [lo, hi]` with L's constant folded into the bounds."""
+    parts = _conjuncts(cond)
+    if parts is None:
+        return None
+    out: list[tuple[Linear, Interval]] = []
+    big = 2**63
+    for p in parts:
+        assert isinstance(p, Binary)
+        fa, fb = linear_form(p.a), linear_form(p.b)
+        d = fa.as_dict()
+        for a, k in fb.coeffs:
+            d[a] = d.get(a, 0) - k
+        lin = _mk(d, 0)
+        k = fb.const - fa.const  # lin  <op>  k
+        if not lin.coeffs:
+            continue
+        lo, hi = {"lt": (-big, k - 1), "le": (-big, k), "gt": (k + 1, big), "ge": (k, big), "eq": (k, k)}[
+            p.op
+        ]
+        own = _linear_interval(lin, ranges)
+        if own is not None:
+            lo, hi = max(lo, own[0]), min(hi, own[1])
+        out.append((lin, (lo, hi)))
+    return out
+
+
+def masked_interval(
+    index: Expr, conds: list[tuple[Linear, Interval]], ranges: Mapping[str, int]
+) -> Interval | None:
+    """Bound `index` where every constraint holds, by peeling constrained forms off it."""
+    f = linear_form(index)
+    rest = f.as_dict()
+    lo = hi = f.const
+    # Merge constraints on the same form into one interval first.
+    merged: dict[tuple[tuple[Atom, int], ...], Interval] = {}
+    for lin, (a, b) in conds:
+        key = tuple(sorted(lin.coeffs, key=lambda t: repr(t[0])))
+        old = merged.get(key)
+        merged[key] = (a, b) if old is None else (max(old[0], a), min(old[1], b))
+    for key, (a, b) in sorted(merged.items(), key=lambda kv: -len(kv[0])):
+        atom0, k0 = key[0]
+        if atom0 not in rest or rest[atom0] % k0 != 0:
+            continue
+        lam = rest[atom0] // k0
+        if lam == 0 or any(rest.get(at, 0) != lam * k for at, k in key):
+            continue
+        for at, _ in key:
+            del rest[at]
+        lo += min(lam * a, lam * b)
+        hi += max(lam * a, lam * b)
+    r = _linear_interval(_mk(rest, 0), ranges)
+    if r is None:
+        return None
+    return lo + r[0], hi + r[1]
+
+
+# -- the node check ---------------------------------------------------------------------------
+def check_node_bounds(
+    node: ComputeNode, buffers: Mapping[str, BufferInfo], store_text: str, value_text: str
+) -> list[tuple[str, str, Span, str]]:
+    """Problems as (message, field, span, source). Loads that cannot be bounded are skipped here."""
+    out: list[tuple[str, str, Span, str]] = []
+    outer = {lv.name: lv.size for lv in node.loops}
+    ranges = node.var_sizes
+
+    def check(ld: Load, r: Interval | None, field: str, text: str, masked: bool) -> None:
+        if r is None:
+            return
+        size = buffers[ld.buffer].storage_size
+        # A masked load whose bound is loose may still be fine (the interpreter checks it at run
+        # time); only one that is outside wherever its condition holds is an error here.
+        bad = (r[1] < 0 or r[0] >= size) if masked else (r[0] < 0 or r[1] >= size)
+        if bad:
+            what = "masked load" if masked else ("store" if field == "store" else "load")
+            out.append(
+                (
+                    f"{what} index of {ld.buffer!r} ranges over [{r[0]}, {r[1]}] but its storage has {size} "
+                    f"elements (valid: [0, {size - 1}])",
+                    field,
+                    ld.span,
+                    text,
+                )
+            )
+
+    check(node.store, interval(node.store.index, outer), "store", store_text, False)
+
+    def visit(e: Expr, conds: list[tuple[Linear, Interval]] | None, in_mask: bool) -> None:
+        if isinstance(e, Masked):
+            visit(e.cond, conds, in_mask)
+            new = constraints(e.cond, ranges)
+            inner = None if new is None or conds is None else conds + new
+            visit(e.body, inner, True)
+            visit(e.other, conds, in_mask)
+            return
+        if isinstance(e, Load):
+            if in_mask:
+                if conds is not None:
+                    check(e, masked_interval(e.index, conds, ranges), "value", value_text, True)
+            else:
+                check(e, interval(e.index, ranges), "value", value_text, False)
+            visit(e.index, conds, in_mask)
+            return
+        for c in e.children():
+            visit(c, conds, in_mask)
+
+    visit(node.value, [], False)
+    return out
+
+
+def uses_indirect(e: Expr) -> bool:
+    return any(isinstance(n, Load) and any(isinstance(m, Load) for m in walk(n.index)) for n in walk(e))

@@ -1,0 +1,175 @@
+"""The validated, immutable graph every pass works on (built from the models by `fuseopt.ir.build`).
+
+Expressions here are parsed and typed trees (`fuseopt.ir.expr`); buffers know their strides and
+storage size. Nothing in this module mutates: passes derive new values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Expr, Load, Reduce, loads
+
+
+@dataclass(frozen=True, slots=True)
+class LoopVar:
+    name: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class BufferInfo:
+    name: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+    dtype: DType
+    role: str  # input | output | intermediate
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def storage_size(self) -> int:
+        return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.stride, strict=True)) + 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeNode:
+    """A pointwise or reduction node: `store <- value` over `loops` (x `reduce`)."""
+
+    name: str
+    kind: str  # pointwise | reduction
+    loops: tuple[LoopVar, ...]
+    reduce: tuple[LoopVar, ...]
+    store: Load
+    value: Expr
+
+    @property
+    def numel(self) -> int:
+        return _prod(lv.size for lv in self.loops)
+
+    @property
+    def rnumel(self) -> int:
+        return _prod(lv.size for lv in self.reduce)
+
+    @property
+    def output(self) -> str:
+        return self.store.buffer
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.store.buffer,)
+
+    @property
+    def reduction(self) -> str | None:
+        return self.value.op if isinstance(self.value, Reduce) else None
+
+    def reads(self) -> list[Load]:
+        """Every load in the value (including loads inside indices: indirect indexing)."""
+        return loads(self.value)
+
+    def read_buffers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(ld.buffer for ld in self.reads()))
+
+    @property
+    def var_sizes(self) -> dict[str, int]:
+        return {lv.name: lv.size for lv in (*self.loops, *self.reduce)}
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryNode:
+    """An extern call or a template (autotuned library kernel): reads inputs whole, writes output whole."""
+
+    name: str
+    kind: str  # extern | template
+    op: str
+    inputs: tuple[str, ...]
+    output: str
+    choices: tuple[tuple[str, float], ...] = ()
+    epilogue_fusion: bool = False
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return (self.output,)
+
+    def read_buffers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.inputs))
+
+    def best_choice(self) -> tuple[str, float] | None:
+        """Finalizing picks the smallest time_us; ties go to the smallest name (FORMAT.md)."""
+        if not self.choices:
+            return None
+        return min(self.choices, key=lambda c: (c[1], c[0]))
+
+
+Node = ComputeNode | LibraryNode
+
+
+@dataclass(frozen=True)
+class Graph:
+    name: str
+    buffers: tuple[BufferInfo, ...]
+    nodes: tuple[Node, ...]
+    description: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    _buf_index: Mapping[str, BufferInfo] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _node_index: Mapping[str, Node] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_buf_index", MappingProxyType({b.name: b for b in self.buffers}))
+        object.__setattr__(self, "_node_index", MappingProxyType({n.name: n for n in self.nodes}))
+
+    def buffer(self, name: str) -> BufferInfo:
+        return self._buf_index[name]
+
+    def node(self, name: str) -> Node:
+        return self._node_index[name]
+
+    def has_buffer(self, name: str) -> bool:
+        return name in self._buf_index
+
+    def has_node(self, name: str) -> bool:
+        return name in self._node_index
+
+    @property
+    def inputs(self) -> tuple[BufferInfo, ...]:
+        return tuple(b for b in self.buffers if b.role == "input")
+
+    @property
+    def outputs(self) -> tuple[BufferInfo, ...]:
+        return tuple(b for b in self.buffers if b.role == "output")
+
+    def writer(self) -> dict[str, str]:
+        """Buffer name -> the node that writes it."""
+        return {out: n.name for n in self.nodes for out in n.outputs}
+
+    def replace(self, **changes: Any) -> Graph:
+        fields = {
+            "name": self.name,
+            "buffers": self.buffers,
+            "nodes": self.nodes,
+            "description": self.description,
+            "meta": self.meta,
+        }
+        fields.update(changes)
+        return Graph(**fields)
+
+
+def _prod(xs: Any) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
