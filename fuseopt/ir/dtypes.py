@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from enum import Enum
 
 
@@ -22,15 +23,15 @@ class DType(str, Enum):
         return ITEMSIZE[self]
 
     @property
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:
         return self in FLOATS
 
     @property
-    def is_int(self) -> bool:
+    def is_int(self) -> builtins.bool:
         return self in INTS
 
     @property
-    def is_low_precision(self) -> bool:
+    def is_low_precision(self) -> builtins.bool:
         """fp16/bf16: computed in float32 and rounded on store (as Inductor does)."""
         return self in (DType.float16, DType.bfloat16)
 

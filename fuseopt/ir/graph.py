@@ -7,6 +7,7 @@ storage size. Nothing in this module mutates: passes derive new values.
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -157,15 +158,8 @@ class Graph:
         return {out: n.name for n in self.nodes for out in n.outputs}
 
     def replace(self, **changes: Any) -> Graph:
-        fields = {
-            "name": self.name,
-            "buffers": self.buffers,
-            "nodes": self.nodes,
-            "description": self.description,
-            "meta": self.meta,
-        }
-        fields.update(changes)
-        return Graph(**fields)
+        """A new graph with some fields changed (the indices are rebuilt)."""
+        return dataclasses.replace(self, **changes)
 
 
 def _prod(xs: Any) -> int:
