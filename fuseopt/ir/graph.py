@@ -6,8 +6,8 @@ storage size. Nothing in this module mutates: passes derive new values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any

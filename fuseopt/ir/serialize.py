@@ -1,0 +1,97 @@
+"""IR graph -> FORMAT.md document (dict, JSON or YAML text), and the graph's content hash.
+
+`load_text(dump_json(g)) == g` for every valid graph; passes that rewrite graphs (reduce, loop
+order) use this to write files people can re-run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import yaml
+
+from fuseopt.ir.expr import to_text
+from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode, Node
+from fuseopt.ir.models import FORMAT_ID
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out: list[int] = []
+    acc = 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
+
+
+def buffer_to_dict(b: BufferInfo) -> dict[str, Any]:
+    d: dict[str, Any] = {"shape": list(b.shape)}
+    if b.stride != _contiguous(b.shape):
+        d["stride"] = list(b.stride)
+    if b.offset:
+        d["offset"] = b.offset
+    d["dtype"] = b.dtype.value
+    if b.role != "intermediate":
+        d["role"] = b.role
+    return d
+
+
+def node_to_dict(n: Node) -> dict[str, Any]:
+    if isinstance(n, LibraryNode):
+        d: dict[str, Any] = {
+            "name": n.name,
+            "kind": n.kind,
+            "op": n.op,
+            "inputs": list(n.inputs),
+            "output": n.output,
+        }
+        if n.kind == "template":
+            d["choices"] = [{"name": c, "time_us": t} for c, t in n.choices]
+            if n.epilogue_fusion:
+                d["epilogue_fusion"] = True
+        return d
+    assert isinstance(n, ComputeNode)
+    d = {"name": n.name, "kind": n.kind, "loops": [[lv.name, lv.size] for lv in n.loops]}
+    if n.reduce:
+        d["reduce"] = [[lv.name, lv.size] for lv in n.reduce]
+    d["store"] = to_text(n.store)
+    d["value"] = to_text(n.value)
+    return d
+
+
+def graph_to_dict(g: Graph) -> dict[str, Any]:
+    d: dict[str, Any] = {"format": FORMAT_ID, "name": g.name}
+    if g.description is not None:
+        d["description"] = g.description
+    d["buffers"] = {b.name: buffer_to_dict(b) for b in g.buffers}
+    d["nodes"] = [node_to_dict(n) for n in g.nodes]
+    if g.meta:
+        d["meta"] = _plain(g.meta)
+    return d
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, dict) or hasattr(x, "items"):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    return x
+
+
+def dump_json(g: Graph) -> str:
+    return json.dumps(graph_to_dict(g), indent=2, ensure_ascii=False) + "\n"
+
+
+def dump_yaml(g: Graph) -> str:
+    return yaml.safe_dump(
+        graph_to_dict(g), sort_keys=False, default_flow_style=None, width=120, allow_unicode=True
+    )
+
+
+def graph_sha256(g: Graph) -> str:
+    """Hash of the graph's content (canonical JSON, order of buffers and nodes kept): the same graph
+    gives the same hash whether it was written as JSON or YAML, spaced or not."""
+    canon = json.dumps(graph_to_dict(g), separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canon.encode()).hexdigest()
