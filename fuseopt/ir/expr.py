@@ -8,7 +8,7 @@ checker (`fuseopt.ir.typecheck`); the parser leaves it None.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from fuseopt.errors import Span
@@ -202,7 +202,7 @@ def free_vars(e: Expr) -> set[str]:
     return {n.name for n in walk(e) if isinstance(n, Var)}
 
 
-def substitute_vars(e: Expr, mapping: dict[str, Expr]) -> Expr:
+def substitute_vars(e: Expr, mapping: Mapping[str, Expr]) -> Expr:
     """Replace loop variables by expressions (used to rename or re-factor loops)."""
 
     def fn(n: Expr) -> Expr | None:

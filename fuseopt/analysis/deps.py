@@ -1,0 +1,175 @@
+"""Memory dependencies of nodes, in a canonical form that compares across nodes.
+
+A `MemoryDep` is Inductor's: a buffer, an index over positional variables c0, c1, ... and their
+sizes. Canonicalisation (like Inductor's `normalize=True` `canonicalize`): size-1 loops are
+dropped; adjacent loops whose strides chain (stride_outer == stride_inner * size_inner) are merged,
+so `x[10*i0 + i1]` over (10, 10) equals `x[c0]` over (100,); trailing unused variables are
+dropped (a reduction's read of a per-row value equals the row-wise write). Two equal deps address
+the same element at the same row-major position of their loop boxes -- the fact vertical fusion
+relies on. Indirect indexing and extern/template nodes give whole-buffer `StarDep`s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fuseopt.ir.bounds import linear_form
+from fuseopt.ir.expr import Const, Expr, Load, Var, free_vars, substitute_vars, to_text, walk
+from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, LoopVar, Node
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDep:
+    buffer: str
+    terms: tuple[tuple[str, int], ...]  # (canonical var or atom text, coefficient), sorted
+    const: int
+    sizes: tuple[int, ...]
+
+    @property
+    def numel(self) -> int:
+        """Elements touched: product of the sizes of the variables the index uses (Inductor's get_numel)."""
+        used = self.used_vars()
+        n = 1
+        for i, s in enumerate(self.sizes):
+            if f"c{i}" in used:
+                n *= s
+        return n
+
+    def used_vars(self) -> set[str]:
+        out: set[str] = set()
+        for name, _ in self.terms:
+            if name.startswith("c") and name[1:].isdigit():
+                out.add(name)
+            else:
+                out.update(_CANON_VAR.findall(name))
+        return out
+
+    def index_text(self) -> str:
+        parts: list[str] = []
+        for name, k in self.terms:
+            atom = name if name.isidentifier() else f"({name})"
+            parts.append(atom if k == 1 else f"-{atom}" if k == -1 else f"{k}*{atom}")
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts).replace("+ -", "- ")
+
+    def text(self) -> str:
+        return f"{self.buffer}[{self.index_text()}] over {list(self.sizes)}"
+
+
+@dataclass(frozen=True, slots=True)
+class StarDep:
+    """A whole-buffer dependency (indirect indexing, extern/template nodes)."""
+
+    buffer: str
+
+    def text(self) -> str:
+        return f"{self.buffer}[*]"
+
+
+Dep = MemoryDep | StarDep
+_CANON_VAR = re.compile(r"\bc\d+\b")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDeps:
+    """Reads and writes of one node (reads keep one entry per distinct dep, in first-use order)."""
+
+    node: str
+    reads: tuple[Dep, ...]
+    writes: tuple[Dep, ...]
+
+    def buffers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([d.buffer for d in self.reads] + [d.buffer for d in self.writes]))
+
+
+def canonical_dep(buffer: str, index: Expr, loops: Sequence[LoopVar], *, merge: bool = True) -> Dep:
+    """The canonical MemoryDep of `buffer[index]` over `loops` (outer first)."""
+    if any(isinstance(n, Load) for n in walk(index)):
+        return StarDep(buffer)
+    return _canonical(buffer, index, tuple(loops), merge)
+
+
+@lru_cache(maxsize=65536)
+def _canonical(buffer: str, index: Expr, loops: tuple[LoopVar, ...], merge: bool) -> MemoryDep:
+    # Drop size-1 loops (the variable is 0 everywhere).
+    ones = {lv.name: Const(0) for lv in loops if lv.size == 1}
+    if ones:
+        index = substitute_vars(index, ones)
+    loops = tuple(lv for lv in loops if lv.size != 1)
+    lf = linear_form(index)
+    coeff: dict[str, int] = {}
+    atoms: list[tuple[Expr, int]] = []
+    for atom, k in lf.coeffs:
+        if isinstance(atom, Var):
+            coeff[atom.name] = coeff.get(atom.name, 0) + k
+        else:
+            atoms.append((atom, k))
+    locked: set[str] = set()
+    for atom, _ in atoms:
+        locked |= free_vars(atom)
+
+    # Each loop: (names folded into it outer->inner with their sizes, size, stride); merging keeps
+    # the row-major position, so a merged variable m of (i, j) is i*size_j + j.
+    dims: list[tuple[tuple[str, ...], int, int | None]] = [
+        ((lv.name,), lv.size, None if lv.name in locked else coeff.get(lv.name, 0)) for lv in loops
+    ]
+    if merge:
+        changed = True
+        while changed:
+            changed = False
+            for k in range(len(dims) - 1, 0, -1):
+                (on, osz, ost), (inn, isz, ist) = dims[k - 1], dims[k]
+                if ost is not None and ist is not None and ist * isz == ost:
+                    dims[k - 1 : k + 1] = [(on + inn, osz * isz, ist)]
+                    changed = True
+                    break
+    # Drop trailing unused dims.
+    while dims and dims[-1][2] == 0:
+        dims.pop()
+    terms: dict[str, int] = {}
+    renames: dict[str, Expr] = {}
+    for pos, (names, _size, stride) in enumerate(dims):
+        cname = f"c{pos}"
+        if stride:
+            terms[cname] = stride
+        if len(names) == 1:
+            renames[names[0]] = Var(cname)
+    for atom, k in atoms:
+        text = to_text(substitute_vars(atom, renames))
+        terms[text] = terms.get(text, 0) + k
+    sorted_terms = tuple(sorted(((n, k) for n, k in terms.items() if k != 0), key=_term_key))
+    return MemoryDep(buffer, sorted_terms, lf.const, tuple(size for _, size, _ in dims))
+
+
+def _term_key(t: tuple[str, int]) -> tuple[int, int, str]:
+    name = t[0]
+    if name.startswith("c") and name[1:].isdigit():
+        return (0, int(name[1:]), "")
+    return (1, 0, name)
+
+
+def node_deps(node: Node, *, merge: bool = True) -> NodeDeps:
+    """Reads and writes of a node. A reduction's reads range over loops+reduce, its write over loops."""
+    if isinstance(node, LibraryNode):
+        return NodeDeps(node.name, tuple(StarDep(b) for b in node.read_buffers()), (StarDep(node.output),))
+    assert isinstance(node, ComputeNode)
+    all_loops = (*node.loops, *node.reduce)
+    reads: dict[Dep, None] = {}
+    for ld in node.reads():
+        reads[canonical_dep(ld.buffer, ld.index, all_loops, merge=merge)] = None
+    write = canonical_dep(node.store.buffer, node.store.index, node.loops, merge=merge)
+    return NodeDeps(node.name, tuple(reads), (write,))
+
+
+def graph_deps(graph: Graph, *, merge: bool = True) -> dict[str, NodeDeps]:
+    return {n.name: node_deps(n, merge=merge) for n in graph.nodes}
+
+
+def dep_bytes(dep: Dep, graph: Graph) -> int:
+    buf = graph.buffer(dep.buffer)
+    n = buf.numel if isinstance(dep, StarDep) else dep.numel
+    return n * buf.dtype.itemsize

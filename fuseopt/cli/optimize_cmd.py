@@ -1,0 +1,77 @@
+"""`fuseopt optimize GRAPH`: run the pass pipeline, print the plan, write plan.json (and kernels)."""
+
+from __future__ import annotations
+
+import click
+
+from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.main import cli
+from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.output import write_outputs
+from fuseopt.io.load import load_graph
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.pipeline import optimize
+from fuseopt.passes.verify import verify as verify_plan
+from fuseopt.plan import Plan
+from fuseopt.report.plan_text import print_plan
+
+
+def emit_kernels(graph: Graph, plan: Plan, autotune: bool) -> str | None:
+    """Triton source for the plan, or None when code generation is not available in this build."""
+    try:
+        from fuseopt.codegen.triton import emit_module
+    except ImportError:
+        return None
+    return emit_module(graph, plan, autotune=autotune)
+
+
+@cli.command("optimize")
+@click.argument("graph", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Write plan.json (and kernels.py) here."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--emit",
+    type=click.Choice(["triton", "none"]),
+    default="triton",
+    show_default=True,
+    help="With -o: also write DIR/kernels.py (Triton kernels and a call() wrapper).",
+)
+@click.option(
+    "--autotune", is_flag=True, help="Emit triton.autotune configs instead of fixed launch parameters."
+)
+@click.option(
+    "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."
+)
+@planning_options
+def optimize_cmd(
+    graph: str,
+    out_dir: str | None,
+    fmt: str,
+    emit: str,
+    autotune: bool,
+    check: bool,
+    scoring: str,
+    max_fusion_size: int,
+    no_loop_order: bool,
+) -> None:
+    """Plan fusion and loop orders for GRAPH; print the plan, and write it with -o DIR."""
+    g = load_graph(graph)
+    stage = optimize(g, options_from(scoring, max_fusion_size, no_loop_order))
+    if check:
+        verify_plan(stage.graph, stage.plan)
+    plan_json = dump_json(stage.plan.to_json())
+    files = {"plan.json": plan_json}
+    if out_dir is not None:
+        if emit == "triton":
+            src = emit_kernels(stage.graph, stage.plan, autotune)
+            if src is not None:
+                files["kernels.py"] = src
+        write_outputs(out_dir, files)
+    if fmt == "json":
+        click.echo(plan_json, nl=False)
+        return
+    print_plan(stdout, stage.plan, g.meta)
+    if out_dir is not None:
+        stdout.print(f"wrote {', '.join(sorted(files))} to {out_dir}")

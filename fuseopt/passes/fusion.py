@@ -1,0 +1,228 @@
+"""The fusion pass: greedy rounds over scored candidate pairs, as Inductor's `fuse_nodes` does.
+
+Contract: given a validated graph and Options, returns the groups (kernels) in a topological order,
+every applied decision with its score, and a reason for every candidate pair left unfused. It never
+mutates the graph; loop transformations proposed by `reorder` (the loop-order pass, tried only in
+the last round, as Inductor's LOAF) come back as a new graph.
+
+Rounds: up to `max_rounds` rounds until nothing changes, then one round in which loop reordering
+is allowed. Each round: candidates are pairs of groups that use a common buffer (each paired with
+the next `pair_window` users of it); pairs that pass `check_fusion` are sorted by score and
+applied greedily, re-checking legality against the groups as they are by then.
+
+Candidate order is where the two scorings differ: `inductor` walks groups in node-list order (so
+list order reaches decisions, faithfully); `stable` walks them by (dependency depth, name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fuseopt.analysis.deps import NodeDeps, graph_deps
+from fuseopt.analysis.metrics import buffer_users
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.fusion_state import FusionState, Group
+from fuseopt.passes.legality import Verdict, check_fusion
+from fuseopt.passes.options import Options
+from fuseopt.passes.scoring import Score, inductor_score, inductor_sort, stable_score, stable_sort
+from fuseopt.plan import Decision, Rejection, Reorder
+
+# (state, g1, g2, opts) -> (verdict, reorders) or None: the loop-order pass's hook.
+ReorderHook = Callable[[FusionState, Group, Group, Options], "tuple[Verdict, list[Reorder]] | None"]
+
+
+@dataclass(frozen=True)
+class FusionResult:
+    graph: Graph
+    groups: tuple[tuple[str, ...], ...]
+    decisions: tuple[Decision, ...]
+    rejected: tuple[Rejection, ...]
+    reorders: tuple[Reorder, ...]
+    # The final working state, for `explain` (asks the legality check about the final kernels).
+    state: FusionState = field(compare=False, repr=False)
+
+
+def inductor_node_order(graph: Graph) -> list[str]:
+    """Inductor's node list: nodes in the order of their output buffers, then topologically fixed.
+
+    Moving a buffer in the list (the AOT pass's template finalization) moves its node here.
+    """
+    buf_pos = {b.name: i for i, b in enumerate(graph.buffers)}
+    prog = {n.name: i for i, n in enumerate(graph.nodes)}
+    by_buffer = sorted(graph.nodes, key=lambda n: (min(buf_pos[o] for o in n.outputs), prog[n.name]))
+    writer = graph.writer()
+    done: set[str] = set()
+    out: list[str] = []
+
+    def visit(name: str) -> None:
+        stack = [(name, False)]
+        while stack:
+            cur, expanded = stack.pop()
+            if cur in done:
+                continue
+            if expanded:
+                done.add(cur)
+                out.append(cur)
+                continue
+            stack.append((cur, True))
+            preds = [writer[b] for b in graph.node(cur).read_buffers() if b in writer]
+            for p in reversed(preds):
+                if p not in done:
+                    stack.append((p, False))
+
+    for n in by_buffer:
+        visit(n.name)
+    return out
+
+
+def dag_levels(graph: Graph) -> dict[str, int]:
+    """Longest-path depth of each node from the graph inputs (structural, order-free)."""
+    writer = graph.writer()
+    level: dict[str, int] = {}
+    for n in graph.nodes:  # program order is topological
+        preds = [level[writer[b]] for b in n.read_buffers() if b in writer]
+        level[n.name] = 1 + max(preds, default=-1)
+    return level
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.decisions: list[Decision] = []
+        self.rejected: dict[tuple[str, str], Rejection] = {}
+
+    def reject(self, a: Group, b: Group, v: Verdict) -> None:
+        pair = v.nodes or (a.members[0], b.members[0])
+        self.rejected[pair] = Rejection(pair, v.reason, v.detail)
+
+
+def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> FusionResult:
+    deps: dict[str, NodeDeps] = graph_deps(graph)
+    if opts.scoring == "inductor":
+        numbers = {name: i for i, name in enumerate(inductor_node_order(graph))}
+    else:
+        numbers = {n.name: i for i, n in enumerate(graph.nodes)}
+    state = FusionState(graph, deps, numbers)
+    state.users = buffer_users(graph)
+    levels = dag_levels(graph)
+    rec = _Recorder()
+    reorders: list[Reorder] = []
+    current = graph
+
+    rounds = 0
+    for rnd in range(opts.max_rounds):
+        rounds = rnd + 1
+        before = len(state.groups)
+        _round(state, opts, levels, rec, rnd, None, reorders)
+        if len(state.groups) == before or len(state.groups) == 1:
+            break
+    if opts.loop_order and reorder is not None and len(state.groups) > 1:
+        _round(state, opts, levels, rec, rounds, reorder, reorders)
+        current = state.graph
+
+    groups = tuple(tuple(g.members) for g in state.ordered_groups())
+    kernel_of = {m: i for i, g in enumerate(groups) for m in g}
+    rejected = tuple(
+        sorted(
+            (r for r in rec.rejected.values() if kernel_of[r.pair[0]] != kernel_of[r.pair[1]]),
+            key=lambda r: r.pair,
+        )
+    )
+    return FusionResult(current, groups, tuple(rec.decisions), rejected, tuple(reorders), state)
+
+
+def _candidate_lists(state: FusionState, opts: Options, levels: dict[str, int]) -> list[list[Group]]:
+    """Per buffer, the groups that use it, in the walk order of the scoring mode."""
+    if opts.scoring == "inductor":
+        groups = _inductor_walk(state)
+    else:
+        groups = sorted(
+            state.groups.values(), key=lambda g: (min(levels[m] for m in g.members), g.members[0])
+        )
+    by_buffer: dict[str, list[Group]] = {}
+    for g in groups:
+        if g.kind == "extern":
+            continue  # Inductor's unfusable_node: never a candidate
+        for b in g.buffer_names():
+            by_buffer.setdefault(b, []).append(g)
+    if opts.scoring != "inductor":
+        return [by_buffer[b] for b in sorted(by_buffer)]
+    return list(by_buffer.values())
+
+
+def _inductor_walk(state: FusionState) -> list[Group]:
+    """Inductor sorts fused nodes by min_order, then topologically."""
+    by_min = sorted(state.groups.values(), key=lambda g: g.min_order)
+    done: set[int] = set()
+    out: list[Group] = []
+    for g in by_min:
+        stack: list[tuple[int, bool]] = [(g.gid, False)]
+        while stack:
+            cur, expanded = stack.pop()
+            if cur in done:
+                continue
+            if expanded:
+                done.add(cur)
+                out.append(state.groups[cur])
+                continue
+            stack.append((cur, True))
+            for p in sorted(state.groups[cur].pred, key=lambda x: state.groups[x].min_order, reverse=True):
+                if p not in done:
+                    stack.append((p, False))
+    return out
+
+
+def _round(
+    state: FusionState,
+    opts: Options,
+    levels: dict[str, int],
+    rec: _Recorder,
+    rnd: int,
+    reorder: ReorderHook | None,
+    reorders: list[Reorder],
+) -> None:
+    seen: set[tuple[int, int]] = set()
+    scored: list[tuple[Score, tuple[str, str]]] = []
+    for users in _candidate_lists(state, opts, levels):
+        for i, g1 in enumerate(users):
+            for g2 in users[i + 1 : i + 1 + opts.pair_window]:
+                key = (g1.gid, g2.gid)
+                if key in seen:
+                    continue
+                seen.add(key)
+                v = check_fusion(state, g1, g2, opts)
+                if not v.ok and reorder is not None and v.reason in ("index_mismatch", "no_shared_data"):
+                    tried = reorder(state, g1, g2, opts)
+                    if tried is not None:
+                        v, applied = tried
+                        reorders.extend(applied)
+                if not v.ok:
+                    rec.reject(g1, g2, v)
+                    continue
+                scored.append((_score(state, g1, g2, v, opts, levels), (g1.members[0], g2.members[0])))
+    ordered = inductor_sort(scored) if opts.scoring == "inductor" else stable_sort(scored)
+    for score, (a, b) in ordered:
+        ga, gb = state.group(a), state.group(b)
+        if ga.gid == gb.gid:
+            continue
+        v = check_fusion(state, ga, gb, opts)
+        if not v.ok:
+            rec.reject(ga, gb, v)
+            continue
+        pair = (
+            (ga.members[0], gb.members[0])
+            if state.pos[ga.gid] < state.pos[gb.gid]
+            else (gb.members[0], ga.members[0])
+        )
+        state.fuse(ga, gb)
+        rec.decisions.append(Decision(len(rec.decisions), pair, "fuse", score.to_json(), rnd, v.kind))
+
+
+def _score(
+    state: FusionState, g1: Group, g2: Group, v: Verdict, opts: Options, levels: dict[str, int]
+) -> Score:
+    if state.pos[g1.gid] > state.pos[g2.gid]:
+        g1, g2 = g2, g1
+    if opts.scoring == "inductor":
+        return inductor_score(state, g1, g2, v.memory)
+    return stable_score(state, g1, g2, v.memory, levels)

@@ -1,0 +1,265 @@
+"""Can two groups share a kernel? The checks, in Inductor's order, each with a reason code.
+
+`check_fusion` returns a `Verdict`: ok, or the first failing condition as a reason code (README,
+"Reason codes") and a detail with the concrete values. Rules (from Inductor's `can_fuse`, its
+Triton backend and `can_fuse_vertical`), first failing wins:
+
+  extern            an extern node never fuses; a template only takes a pointwise epilogue that
+                    reads its output, and only with epilogue_fusion: true
+  no_shared_data /  the pair shares less than `memory_threshold` bytes of equal dependencies;
+  index_mismatch    index_mismatch when it shares a buffer but indexes it differently
+  too_large         more than max_fusion_size nodes
+  peak_memory       single-use inputs kept alive exceed peak_memory_factor x the bytes saved
+  index_mismatch    vertical: a read of the producer's output differs from its write
+  would_create_cycle  a path producer -> other kernel -> consumer exists
+  too_far           horizontal, inductor mode: more than max_distance apart in the node list
+  size_mismatch / reduction_mismatch   the iteration spaces cannot share one kernel
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fuseopt.analysis.deps import Dep, MemoryDep, StarDep, dep_bytes
+from fuseopt.analysis.shapes import split_loops
+from fuseopt.ir.graph import ComputeNode, LibraryNode
+from fuseopt.passes.fusion_state import FusionState, Group
+from fuseopt.passes.options import Options
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str = ""
+    detail: str = ""
+    kind: str = ""  # vertical | horizontal | reduction-inner | reduction-epilogue | template-epilogue
+    memory: int = 0  # shared bytes (Inductor's memory score)
+    nodes: tuple[str, str] | None = None  # the two member nodes the reason is about, when known
+
+    @staticmethod
+    def no(reason: str, detail: str, memory: int = 0, nodes: tuple[str, str] | None = None) -> Verdict:
+        return Verdict(False, reason, detail, memory=memory, nodes=nodes)
+
+
+def _label(g: Group) -> str:
+    return g.members[0] if len(g.members) == 1 else f"{g.members[0]}(+{len(g.members) - 1})"
+
+
+def shared_memory_bytes(state: FusionState, g1: Group, g2: Group) -> int:
+    """Inductor's score_fusion_memory: bytes of dependencies present, exactly equal, in both."""
+    if g1.is_library or g2.is_library:
+        # Templates: name-based matching (Inductor falls back to it for template nodes).
+        names1 = {d.buffer for d in (*g1.reads, *g1.writes)}
+        total = 0
+        for d in (*g2.reads, *g2.writes):
+            if d.buffer in names1:
+                total += dep_bytes(_whole(d), state.graph)
+        return total
+    deps1 = {**g1.reads, **g1.writes}
+    deps2 = {**g2.reads, **g2.writes}
+    small, big = (deps1, deps2) if len(deps1) <= len(deps2) else (deps2, deps1)
+    return sum(dep_bytes(d, state.graph) for d in small if d in big)
+
+
+def _whole(d: Dep) -> Dep:
+    return StarDep(d.buffer)
+
+
+def _fusable_read(read: Dep, write: Dep) -> bool:
+    """Inductor's fusable_read_and_write: equal index, read sizes extending the write's."""
+    if not isinstance(read, MemoryDep) or not isinstance(write, MemoryDep):
+        return False
+    return (
+        read.terms == write.terms
+        and read.const == write.const
+        and read.sizes[: len(write.sizes)] == write.sizes
+    )
+
+
+def _member_with(state: FusionState, g: Group, dep: Dep) -> str:
+    for m in g.members:
+        d = state.deps[m]
+        if dep in d.reads or dep in d.writes:
+            return m
+    return g.members[0]
+
+
+def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
+    """A buffer both use with different indices: an index_mismatch naming both accesses."""
+    deps2 = [*g2.reads, *g2.writes]
+    for d1 in (*g1.writes, *g1.reads):
+        for d2 in deps2:
+            if d1.buffer == d2.buffer and d1 != d2:
+                n1, n2 = _member_with(state, g1, d1), _member_with(state, g2, d2)
+                verb1 = "writes" if d1 in g1.writes else "reads"
+                verb2 = "writes" if d2 in g2.writes else "reads"
+                return Verdict.no(
+                    "index_mismatch",
+                    f"{d1.buffer}: {n1} {verb1} {d1.text()}, {n2} {verb2} {d2.text()}",
+                    nodes=(n1, n2),
+                )
+    return None
+
+
+def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
+    """Can g1 and g2 (g1 earlier in the topological order) become one kernel?"""
+    if g1.gid == g2.gid:
+        return Verdict.no("same_kernel", "already in one kernel")
+    if state.pos[g1.gid] > state.pos[g2.gid]:
+        g1, g2 = g2, g1
+    lib = _library_rule(state, g1, g2)
+    if lib is not None:
+        return lib
+
+    memory = shared_memory_bytes(state, g1, g2)
+    if memory == 0 or memory < opts.memory_threshold and not state.is_ancestor(g1, g2):
+        mismatch = _shared_buffer_mismatch(state, g1, g2)
+        if mismatch is not None:
+            return mismatch
+        return Verdict.no(
+            "no_shared_data", f"{_label(g1)} and {_label(g2)} share {memory} bytes of equal accesses"
+        )
+
+    size = len(g1.members) + len(g2.members)
+    if size > opts.max_fusion_size:
+        return Verdict.no(
+            "too_large", f"{size} nodes would exceed --max-fusion-size {opts.max_fusion_size}", memory
+        )
+    peak = _peak_memory_overhead(state, g1, g2, opts)
+    if peak is not None and peak > opts.peak_memory_factor * memory:
+        return Verdict.no(
+            "peak_memory",
+            f"single-use inputs kept alive: {peak} vs {opts.peak_memory_factor} x {memory} bytes saved",
+            memory,
+        )
+
+    vertical = state.is_ancestor(g1, g2)
+    if vertical:
+        v = _vertical_rule(state, g1, g2)
+        if v is not None:
+            return Verdict.no(v.reason, v.detail, memory, v.nodes)
+    elif opts.scoring == "inductor":
+        distance = max(abs(g1.min_order - g2.max_order), abs(g2.min_order - g1.max_order))
+        if distance > opts.max_distance:
+            return Verdict.no(
+                "too_far", f"{distance} apart in the node list (limit {opts.max_distance})", memory
+            )
+    shape = _shape_rule(state, g1, g2)
+    if isinstance(shape, Verdict):
+        return Verdict.no(shape.reason, shape.detail, memory)
+    if state.would_create_cycle(g1, g2):
+        via = state.path_via(g1, g2)
+        return Verdict.no(
+            "would_create_cycle",
+            f"path {_label(g1)} -> {' -> '.join(via) or '...'} -> {_label(g2)} through another kernel",
+            memory,
+        )
+    kind = shape if shape else ("vertical" if vertical else "horizontal")
+    return Verdict(True, kind=kind, memory=memory)
+
+
+def _library_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
+    if "extern" in (g1.kind, g2.kind):
+        ext = g1 if g1.kind == "extern" else g2
+        return Verdict.no("extern", f"{_label(ext)} is an extern library call; extern nodes never fuse")
+    if g2.kind == "template":
+        return Verdict.no(
+            "extern", f"{_label(g2)} is a template; prologue fusion into templates is not supported"
+        )
+    if g1.kind != "template":
+        return None
+    tmpl = state.graph.node(g1.members[0])
+    assert isinstance(tmpl, LibraryNode)
+    if not tmpl.epilogue_fusion:
+        return Verdict.no(
+            "extern", f"template {tmpl.name} does not allow epilogue fusion (epilogue_fusion: false)"
+        )
+    if g2.kind != "pointwise":
+        return Verdict.no("extern", f"a template only takes pointwise epilogues; {_label(g2)} is a {g2.kind}")
+    if tmpl.output not in {d.buffer for d in g2.reads}:
+        return Verdict.no("extern", f"{_label(g2)} does not read the template's output {tmpl.output}")
+    return None
+
+
+def _vertical_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
+    written = g1.written_buffers()
+    writes_by_buf = {d.buffer: d for d in g1.writes}
+    for rd in g2.reads:
+        if rd.buffer not in written:
+            continue
+        wd = writes_by_buf[rd.buffer]
+        if g1.kind == "template" or _fusable_read(rd, wd):
+            continue
+        n1, n2 = _member_with(state, g1, wd), _member_with(state, g2, rd)
+        how = "with an indirect index " if isinstance(rd, StarDep) else ""
+        return Verdict.no(
+            "index_mismatch",
+            f"{rd.buffer} written by {n1} as {wd.text()} but read by {n2} {how}as {rd.text()}",
+            nodes=(n1, n2),
+        )
+    return None
+
+
+def _shape_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | str | None:
+    """Inductor's backend rule on (numel, rnumel). Returns a failing Verdict, a fusion kind, or None."""
+    if g1.kind == "template":
+        return "template-epilogue"
+    if not g1.is_reduction and not g2.is_reduction:
+        if g1.numel != g2.numel:
+            return Verdict.no(
+                "size_mismatch", f"numel {g1.numel} ({_label(g1)}) vs {g2.numel} ({_label(g2)})"
+            )
+        return None
+    if g1.is_reduction and g2.is_reduction:
+        if (g1.numel, g1.rnumel) != (g2.numel, g2.rnumel):
+            return Verdict.no(
+                "reduction_mismatch",
+                f"(numel, rnumel) ({g1.numel}, {g1.rnumel}) of {_label(g1)} vs ({g2.numel}, {g2.rnumel}) of {_label(g2)}",
+            )
+        return None
+    red, pw = (g1, g2) if g1.is_reduction else (g2, g1)
+    if pw.numel == red.numel * red.rnumel:
+        for m in pw.members:
+            node = state.graph.node(m)
+            assert isinstance(node, ComputeNode)
+            if split_loops([lv.size for lv in node.loops], red.numel) is None:
+                return Verdict.no(
+                    "size_mismatch",
+                    f"{m}'s loops {[lv.size for lv in node.loops]} do not split into the reduction's "
+                    f"(numel {red.numel}, rnumel {red.rnumel})",
+                )
+        return "reduction-inner"
+    if pw.numel == red.numel:
+        # A pointwise node over the reduced size runs after the reduction loop: it must not feed it.
+        if pw is g1 and state.is_ancestor(g1, g2):
+            return Verdict.no(
+                "reduction_mismatch",
+                f"{_label(pw)} (numel {pw.numel}) feeds reduction {_label(red)} but would run after its loop",
+            )
+        return "reduction-epilogue"
+    return Verdict.no(
+        "size_mismatch",
+        f"pointwise numel {pw.numel} ({_label(pw)}) is neither numel {red.numel} nor numel*rnumel "
+        f"{red.numel * red.rnumel} of reduction {_label(red)}",
+    )
+
+
+def _peak_memory_overhead(state: FusionState, g1: Group, g2: Group, opts: Options) -> int | None:
+    """Inductor's can_fusion_increase_peak_memory: common reuse keys of single-use intermediate inputs."""
+
+    def single_use_keys(g: Group) -> dict[tuple[str, int], int]:
+        out: dict[tuple[str, int], int] = {}
+        for d in g.reads:
+            if not state.graph.has_buffer(d.buffer):
+                continue
+            buf = state.graph.buffer(d.buffer)
+            if buf.role == "input" or len(state.users.get(d.buffer, ())) != 1:
+                continue
+            out[(buf.dtype.value, buf.storage_size)] = buf.storage_size * buf.dtype.itemsize
+        return out
+
+    k1, k2 = single_use_keys(g1), single_use_keys(g2)
+    common = [k for k in k1 if k in k2]
+    if not common:
+        return None
+    return sum(k1[k] for k in common)

@@ -1,0 +1,29 @@
+"""The explicit configuration every pass receives (no hidden globals)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SCORINGS = ("stable", "inductor")
+
+
+@dataclass(frozen=True)
+class Options:
+    scoring: str = "stable"  # stable | inductor
+    max_fusion_size: int = 64  # Inductor's config.max_fusion_size
+    loop_order: bool = True  # the loop-order unification pass (LOAF)
+    peak_memory_factor: int = 32  # reject when shared single-use inputs > factor x memory saved
+    memory_threshold: int = 10  # bytes of shared data below which a pair is not worth fusing
+    pair_window: int = 64  # Inductor's max_fusion_buffer_group_pairwise_attempts
+    max_distance: int = 64  # Inductor's are_long_distant_nodes limit (horizontal, inductor mode)
+    max_rounds: int = 10
+
+    def __post_init__(self) -> None:
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}")
+        if self.max_fusion_size < 1:
+            raise ValueError("max_fusion_size must be >= 1")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
