@@ -16,8 +16,8 @@ list order reaches decisions, faithfully); `stable` walks them by (dependency de
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from fuseopt.analysis.deps import NodeDeps, graph_deps
 from fuseopt.analysis.metrics import buffer_users
@@ -28,8 +28,16 @@ from fuseopt.passes.options import Options
 from fuseopt.passes.scoring import Score, inductor_score, inductor_sort, stable_score, stable_sort
 from fuseopt.plan import Decision, Rejection, Reorder
 
-# (state, g1, g2, opts) -> (verdict, reorders) or None: the loop-order pass's hook.
-ReorderHook = Callable[[FusionState, Group, Group, Options], "tuple[Verdict, list[Reorder]] | None"]
+
+class ReorderHook(Protocol):
+    """The loop-order pass as seen by fusion: try a transformation for a failing pair, then
+    roll back what led to no fusion."""
+
+    def try_pair(
+        self, state: FusionState, g1: Group, g2: Group, opts: Options
+    ) -> tuple[Verdict, list[Reorder]] | None: ...
+
+    def finish(self, state: FusionState, reorders: list[Reorder]) -> list[Reorder]: ...
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,8 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
             break
     if opts.loop_order and reorder is not None and len(state.groups) > 1:
         _round(state, opts, levels, rec, rounds, reorder, reorders)
-        current = state.graph
+        reorders = reorder.finish(state, reorders)
+        current = state.current_graph()
 
     groups = tuple(tuple(g.members) for g in state.ordered_groups())
     kernel_of = {m: i for i, g in enumerate(groups) for m in g}
@@ -192,7 +201,7 @@ def _round(
                 seen.add(key)
                 v = check_fusion(state, g1, g2, opts)
                 if not v.ok and reorder is not None and v.reason in ("index_mismatch", "no_shared_data"):
-                    tried = reorder(state, g1, g2, opts)
+                    tried = reorder.try_pair(state, g1, g2, opts)
                     if tried is not None:
                         v, applied = tried
                         reorders.extend(applied)

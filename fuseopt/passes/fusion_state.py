@@ -50,6 +50,7 @@ class FusionState:
 
     def __init__(self, graph: Graph, deps: dict[str, NodeDeps], order_numbers: dict[str, int]):
         self.graph = graph
+        self.overrides: dict[str, ComputeNode] = {}
         self.deps = deps
         self.program_index = {n.name: i for i, n in enumerate(graph.nodes)}
         self.group_of: dict[str, int] = {}
@@ -79,6 +80,15 @@ class FusionState:
                 self.users.setdefault(b, []).append(n.name)
 
     # -- queries ---------------------------------------------------------------------------
+    def node(self, name: str) -> Node:
+        """The node as transformed so far (loop-order rewrites are kept as overrides)."""
+        return self.overrides.get(name) or self.graph.node(name)
+
+    def current_graph(self) -> Graph:
+        if not self.overrides:
+            return self.graph
+        return self.graph.replace(nodes=tuple(self.overrides.get(n.name, n) for n in self.graph.nodes))
+
     def group(self, node: str) -> Group:
         return self.groups[self.group_of[node]]
 
@@ -197,13 +207,17 @@ class FusionState:
         del self.groups[b.gid]
         return a
 
-    def replace_node_deps(self, node: str, new: NodeDeps) -> None:
-        """After a loop transformation of a (still unfused) node, its deps change."""
-        self.deps[node] = new
-        g = self.group(node)
-        assert g.members == [node]
-        g.reads = dict.fromkeys(new.reads)
-        g.writes = dict.fromkeys(new.writes)
+    def install(self, node: ComputeNode, deps: NodeDeps) -> None:
+        """Swap in a loop-transformed version of a (still unfused) node, with its new deps."""
+        g = self.group(node.name)
+        assert g.members == [node.name], "only unfused nodes are transformed during fusion"
+        if node is self.graph.node(node.name):
+            self.overrides.pop(node.name, None)
+        else:
+            self.overrides[node.name] = node
+        self.deps[node.name] = deps
+        g.reads = dict.fromkeys(deps.reads)
+        g.writes = dict.fromkeys(deps.writes)
 
 
 def _merged_kind(a: str, b: str) -> str:

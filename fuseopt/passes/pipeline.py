@@ -7,13 +7,15 @@ pass (`--verify`, and always in tests).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fuseopt.analysis.metrics import buffer_users, kernel_bytes, unfused_metrics
 from fuseopt.ir.graph import ComputeNode, Graph
 from fuseopt.ir.serialize import graph_sha256
-from fuseopt.passes.fusion import FusionResult, ReorderHook, fuse
+from fuseopt.passes.fusion import FusionResult, fuse
+from fuseopt.passes.loop_order import LoopOrder, merge_loops
 from fuseopt.passes.options import Options
 from fuseopt.plan import Kernel, Plan
 
@@ -25,25 +27,35 @@ class Stage:
     graph: Graph
     plan: Plan
     fusion: FusionResult | None = field(default=None, compare=False, repr=False)
+    source: Graph | None = field(default=None, compare=False, repr=False)  # the graph as loaded
+
+    @property
+    def plan_source(self) -> Graph:
+        return self.source if self.source is not None else self.graph
 
 
 Pass = Callable[[Stage, Options], Stage]
 
 
-def _reorder_hook() -> ReorderHook | None:
-    try:
-        from fuseopt.passes.loop_order import try_reorder
-    except ImportError:  # the loop-order pass is optional in this build
-        return None
-    return try_reorder
-
-
 def fusion_pass(stage: Stage, opts: Options) -> Stage:
-    result = fuse(stage.graph, opts, _reorder_hook() if opts.loop_order else None)
-    return Stage(result.graph, build_plan(stage.graph, result, opts), result)
+    """Fusion, with the loop-order pass as its reorder hook (unless --no-loop-order)."""
+    result = fuse(stage.graph, opts, LoopOrder() if opts.loop_order else None)
+    return Stage(result.graph, build_plan(stage.graph, result, opts), result, stage.graph)
 
 
-PIPELINE: tuple[tuple[str, Pass], ...] = (("fusion", fusion_pass),)
+def merge_pass(stage: Stage, opts: Options) -> Stage:
+    """After fusion: merge chaining loops so indices flatten (part of loop-order unification)."""
+    if not opts.loop_order or stage.fusion is None:
+        return stage
+    groups = tuple(k.nodes for k in stage.plan.kernels)
+    graph, merges = merge_loops(stage.graph, groups)
+    if not merges:
+        return stage
+    fusion = dataclasses.replace(stage.fusion, graph=graph, reorders=(*stage.fusion.reorders, *merges))
+    return Stage(graph, build_plan(stage.plan_source, fusion, opts), fusion, stage.plan_source)
+
+
+PIPELINE: tuple[tuple[str, Pass], ...] = (("fusion", fusion_pass), ("merge_loops", merge_pass))
 
 
 def build_plan(original: Graph, result: FusionResult, opts: Options) -> Plan:

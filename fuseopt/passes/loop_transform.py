@@ -1,0 +1,349 @@
+"""Loop transformations of one node -- permute, merge, re-factor -- each proven a bijection.
+
+Every function returns a new `ComputeNode` (the input is never changed) whose loop box is in
+one-to-one correspondence with the old one and whose expressions are rewritten so that every point
+computes the same value at the same address. The proofs use sympy on expressions built directly
+(never parsed from text):
+  - a permutation of loops is a bijection by construction (checked: the order is a permutation);
+  - merging and re-factoring keep the row-major flat position: sum(old_i * T_i), with each old
+    variable written in the new ones, must simplify to sum(new_j * S_j).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import sympy
+
+from fuseopt.errors import CheckFailed
+from fuseopt.ir.bounds import Linear, linear_form
+from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Binary, Const, Expr, IndexValue, Load, Var, substitute_vars, transform, walk
+from fuseopt.ir.graph import ComputeNode, LoopVar
+
+_I64 = DType.int64
+
+
+def permute(node: ComputeNode, order: Sequence[int], rorder: Sequence[int] | None = None) -> ComputeNode:
+    """New loop order: new position p holds old loop order[p] (same for `reduce` with rorder)."""
+    if sorted(order) != list(range(len(node.loops))):
+        raise CheckFailed(f"{node.name}: {list(order)} is not a permutation of {len(node.loops)} loops")
+    loops = tuple(node.loops[i] for i in order)
+    red = node.reduce
+    if rorder is not None:
+        if sorted(rorder) != list(range(len(node.reduce))):
+            raise CheckFailed(f"{node.name}: {list(rorder)} is not a permutation of the reduce loops")
+        red = tuple(node.reduce[i] for i in rorder)
+    return replace(node, loops=loops, reduce=red)
+
+
+# -- expressions in the new variables ---------------------------------------------------------
+def _c(v: int) -> Const:
+    return Const(v, dtype=_I64)
+
+
+def _add(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    if isinstance(b, Const) and b.value == 0:
+        return a
+    return Binary("add", a, b, dtype=_I64)
+
+
+def _mul(k: int, e: Expr) -> Expr:
+    if k == 1:
+        return e
+    if isinstance(e, Const):
+        return _c(k * int(e.value))
+    return Binary("mul", _c(k), e, dtype=_I64)
+
+
+def _fdiv(e: Expr, d: int) -> Expr:
+    return e if d == 1 else Binary("floordiv", e, _c(d), dtype=_I64)
+
+
+def _mod(e: Expr, m: int) -> Expr:
+    return Binary("mod", e, _c(m), dtype=_I64)
+
+
+def linear_to_expr(f: Linear) -> Expr:
+    """Rebuild an index from its linear form: terms in order, then the constant."""
+    out: Expr = _c(0)
+    for atom, k in f.coeffs:
+        out = _add(out, _mul(k, atom))
+    if f.const or isinstance(out, Const):
+        out = _add(out, _c(f.const)) if not isinstance(out, Const) else _c(int(out.value) + f.const)
+    return out
+
+
+def _suffix_products(sizes: Sequence[int]) -> list[int]:
+    out = [1]
+    for s in reversed(sizes):
+        out.append(out[-1] * s)
+    return list(reversed(out))  # out[i] = prod(sizes[i:]), out[-1] = 1
+
+
+def refactor_map(old: Sequence[LoopVar], new: Sequence[LoopVar]) -> dict[str, Expr] | None:
+    """Old loop variables written in new ones, for two row-major factorizations of the same box.
+
+    Exists when the boundaries (suffix products) of both factorizations form a divisibility chain;
+    then each old variable is a sum of fine digits, each digit (new // a) % b of one new variable.
+    """
+    so = _suffix_products([lv.size for lv in old])
+    sn = _suffix_products([lv.size for lv in new])
+    if so[0] != sn[0]:
+        return None
+    bounds = sorted(set(so) | set(sn))
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        if b % a:
+            return None
+    out: dict[str, Expr] = {}
+    for i, lv in enumerate(old):
+        hi, lo = so[i], so[i + 1]  # old var i covers flat digits [lo, hi)
+        expr: Expr = _c(0)
+        for j, nv in enumerate(new):
+            nhi, nlo = sn[j], sn[j + 1]
+            a, b = max(lo, nlo), min(hi, nhi)  # overlap of the two digit ranges
+            if a >= b:
+                continue
+            digit: Expr = Var(nv.name, dtype=_I64)
+            digit = _fdiv(digit, a // nlo)
+            if b < nhi:
+                digit = _mod(digit, b // a)
+            expr = _add(expr, _mul(a // lo, digit))
+        out[lv.name] = expr
+    return out
+
+
+def _to_sympy(e: Expr, syms: dict[str, sympy.Symbol]) -> sympy.Expr:
+    if isinstance(e, Const):
+        return sympy.Integer(int(e.value))
+    if isinstance(e, Var):
+        return syms[e.name]
+    if isinstance(e, Binary):
+        a, b = _to_sympy(e.a, syms), _to_sympy(e.b, syms)
+        if e.op == "add":
+            return a + b
+        if e.op == "mul":
+            return a * b
+        if e.op == "floordiv":
+            return sympy.floor(a / b)
+        if e.op == "mod":
+            return a - b * sympy.floor(a / b)
+    raise ValueError(f"not a refactoring expression: {type(e).__name__}")
+
+
+def prove_refactor(old: Sequence[LoopVar], new: Sequence[LoopVar], mapping: dict[str, Expr]) -> None:
+    """sympy proof that old vars (in new vars) keep the row-major flat position: a bijection."""
+    syms = {lv.name: sympy.Symbol(lv.name, integer=True, nonnegative=True) for lv in (*old, *new)}
+    so = _suffix_products([lv.size for lv in old])
+    sn = _suffix_products([lv.size for lv in new])
+    flat_old = sum(
+        (_to_sympy(mapping[lv.name], syms) * so[i + 1] for i, lv in enumerate(old)), sympy.Integer(0)
+    )
+    flat_new = sum((syms[lv.name] * sn[j + 1] for j, lv in enumerate(new)), sympy.Integer(0))
+    if sympy.simplify(sympy.expand(flat_old - flat_new)) != 0:
+        raise CheckFailed(
+            f"loop re-factoring {[lv.size for lv in old]} -> {[lv.size for lv in new]} is not a bijection"
+        )
+
+
+def refactor(node: ComputeNode, new_loops: Sequence[LoopVar]) -> ComputeNode | None:
+    """Re-factor a pointwise node's loops to `new_loops` (same numel), rewriting every expression."""
+    mapping = refactor_map(node.loops, new_loops)
+    if mapping is None:
+        return None
+    prove_refactor(node.loops, new_loops, mapping)
+    return _rewrite(node, tuple(new_loops), node.reduce, mapping)
+
+
+# A digit of X: (X // a) % b, with b None for no modulus. Digits of one X recombine:
+#   c*digit(X, a, b) + c*b*digit(X, a*b, b2) == c*digit(X, a, b*b2)      (Y % b + b*(Y // b) == Y)
+Digit = tuple[Expr, int, int | None]
+
+
+def _as_digit(e: Expr) -> Digit | None:
+    def const(x: Expr) -> int | None:
+        return int(x.value) if isinstance(x, Const) and isinstance(x.value, int) and x.value > 0 else None
+
+    if isinstance(e, Binary) and e.op == "mod" and (b := const(e.b)) is not None:
+        inner = e.a
+        if isinstance(inner, Binary) and inner.op == "floordiv" and (a := const(inner.b)) is not None:
+            return (_strip(inner.a), a, b)
+        return (_strip(inner), 1, b)
+    if isinstance(e, Binary) and e.op == "floordiv" and (a := const(e.b)) is not None:
+        return (_strip(e.a), a, None)
+    return None
+
+
+def _strip(e: Expr) -> Expr:
+    return transform(e, lambda n: replace(n, dtype=None) if n.dtype is not None else None)
+
+
+def _digit_expr(d: Digit) -> Expr:
+    x, a, b = d
+    out = _fdiv(x, a)
+    return out if b is None else _mod(out, b)
+
+
+def simplify_digits(f: Linear) -> Linear:
+    """Recombine digits of the same expression (what merging and re-factoring leave behind)."""
+    terms: dict[Expr | Digit, int] = {}
+    for atom, k in f.coeffs:
+        d = _as_digit(atom)
+        key: Expr | Digit = d if d is not None else _strip(atom)
+        if isinstance(key, Var):
+            key = (key, 1, None)
+        terms[key] = terms.get(key, 0) + k
+    changed = True
+    while changed:
+        changed = False
+        digits = [t for t in terms if isinstance(t, tuple) and terms[t] != 0]
+        for lo in digits:
+            x, a, b = lo  # type: ignore[misc]
+            if b is None:
+                continue
+            for hi in digits:
+                if hi is lo or terms.get(hi, 0) == 0:
+                    continue
+                x2, a2, b2 = hi  # type: ignore[misc]
+                if x2 == x and a2 == a * b and terms[hi] == terms[lo] * b:
+                    k = terms.pop(lo)
+                    terms.pop(hi)
+                    new = (x, a, None if b2 is None else b * b2)
+                    terms[new] = terms.get(new, 0) + k
+                    changed = True
+                    break
+            if changed:
+                break
+    coeffs: list[tuple[Expr, int]] = []
+    for t, k in terms.items():
+        if k == 0:
+            continue
+        if isinstance(t, tuple):
+            x, a, b = t
+            atom = x if (a == 1 and b is None) else _digit_expr(t)
+        else:
+            atom = t
+        coeffs.append((atom, k))
+    return Linear(tuple(coeffs), f.const)
+
+
+def _rewrite(
+    node: ComputeNode, loops: tuple[LoopVar, ...], red: tuple[LoopVar, ...], mapping: dict[str, Expr]
+) -> ComputeNode:
+    def simplify_index(e: Expr) -> Expr:
+        # Indices are kept as linear forms over atoms with digits recombined, so a merged index
+        # reads `192*m + c`, not `6720*(m // 35) + 192*(m % 35) + c`.
+        if any(isinstance(n, Load) for n in walk(e)):
+            return e
+        return linear_to_expr(simplify_digits(linear_form(e)))
+
+    def rewrite_loads(e: Expr) -> Expr:
+        e = substitute_vars(e, mapping)
+        return _map_indices(e, simplify_index)
+
+    store = rewrite_loads(node.store)
+    assert isinstance(store, Load)
+    return replace(node, loops=loops, reduce=red, store=store, value=rewrite_loads(node.value))
+
+
+def _map_indices(e: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    def visit(n: Expr) -> Expr | None:
+        if isinstance(n, Load | IndexValue):
+            return replace(n, index=fn(n.index))
+        return None
+
+    return transform(e, visit)
+
+
+def mergeable_pairs(node: ComputeNode, split: int | None = None) -> list[int]:
+    """Positions k (within loops, then within reduce) where loop k-1 and k chain in every access.
+
+    `split` (a position in `loops`) is a boundary that must stay: the x|r split of a pointwise
+    node inside a reduction kernel.
+    """
+    out = []
+    for group, offset in ((node.loops, 0), (node.reduce, len(node.loops))):
+        for k in range(1, len(group)):
+            if offset == 0 and split is not None and k == split:
+                continue
+            if _chains(node, group[k - 1], group[k]):
+                out.append(offset + k)
+    return out
+
+
+def _chains(node: ComputeNode, outer: LoopVar, inner: LoopVar) -> bool:
+    """stride_outer == stride_inner * size_inner in every access, and both used only linearly."""
+    accesses = [node.store, *[ld for ld in walk(node.value) if isinstance(ld, Load)]]
+    names = {outer.name, inner.name}
+    for ld in accesses:
+        f = linear_form(ld.index)
+        co = ci = 0
+        for atom, k in f.coeffs:
+            if isinstance(atom, Var):
+                if atom.name == outer.name:
+                    co += k
+                elif atom.name == inner.name:
+                    ci += k
+            elif names & {n.name for n in walk(atom) if isinstance(n, Var)}:
+                return False
+        if co != ci * inner.size:
+            return False
+    # Uses outside load/store indices (conditions, index(), bare variables) would need // and %.
+    for n in _non_index_var_uses(node.value):
+        if n in names:
+            return False
+    return True
+
+
+def _non_index_var_uses(e: Expr) -> list[str]:
+    out: list[str] = []
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Load):
+            continue  # its index is an access
+        if isinstance(n, Var):
+            out.append(n.name)
+        stack.extend(n.children())
+    return out
+
+
+def merge_at(node: ComputeNode, k: int) -> ComputeNode:
+    """Merge loop k-1 (outer) and k (inner) into one loop named after the outer one."""
+    nl = len(node.loops)
+    in_reduce = k >= nl
+    group = list(node.reduce if in_reduce else node.loops)
+    kk = k - nl if in_reduce else k
+    outer, inner = group[kk - 1], group[kk]
+    merged = LoopVar(outer.name, outer.size * inner.size)
+    new_group = [*group[: kk - 1], merged, *group[kk + 1 :]]
+    mapping = refactor_map([outer, inner], [merged])
+    assert mapping is not None
+    prove_refactor(
+        [outer, inner],
+        [LoopVar(merged.name + "_m", merged.size)],
+        {
+            n: substitute_vars(v, {merged.name: Var(merged.name + "_m", dtype=_I64)})
+            for n, v in mapping.items()
+        },
+    )
+    loops = node.loops if in_reduce else tuple(new_group)
+    red = tuple(new_group) if in_reduce else node.reduce
+    return _rewrite(node, loops, red, mapping)
+
+
+def merge_all(node: ComputeNode, split: int | None = None) -> tuple[ComputeNode, int]:
+    """Merge every chaining pair until none is left; returns the node and the number of merges."""
+    count = 0
+    while True:
+        pairs = mergeable_pairs(node, split)
+        if not pairs:
+            return node, count
+        k = pairs[-1]
+        node = merge_at(node, k)
+        if split is not None and k < split:
+            split -= 1
+        count += 1
