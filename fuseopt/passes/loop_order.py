@@ -128,12 +128,12 @@ def _candidates(
         if [lv.size for lv in node.loops] != shape:
             taken = {b.name for b in state.graph.buffers} | {lv.name for lv in node.loops}
             fresh = _fresh_loops(shape, taken)
-            new = refactor(node, fresh)
-            if new is not None and (new.loops, new.reduce) not in seen:
+            reindexed = refactor(node, fresh)
+            if reindexed is not None and (reindexed.loops, reindexed.reduce) not in seen:
                 yield (
-                    new,
+                    reindexed,
                     "reindex",
-                    f"loops {_names(node.loops)} -> {_names(new.loops)} (the shape of {red.name})",
+                    f"loops {_names(node.loops)} -> {_names(reindexed.loops)} (the shape of {red.name})",
                 )
 
 

@@ -292,10 +292,7 @@ def _chains(node: ComputeNode, outer: LoopVar, inner: LoopVar) -> bool:
         if co != ci * inner.size:
             return False
     # Uses outside load/store indices (conditions, index(), bare variables) would need // and %.
-    for n in _non_index_var_uses(node.value):
-        if n in names:
-            return False
-    return True
+    return all(n not in names for n in _non_index_var_uses(node.value))
 
 
 def _non_index_var_uses(e: Expr) -> list[str]:
