@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from fuseopt.ir.bounds import linear_form
@@ -27,16 +27,16 @@ class MemoryDep:
     terms: tuple[tuple[str, int], ...]  # (canonical var or atom text, coefficient), sorted
     const: int
     sizes: tuple[int, ...]
+    # Elements touched: product of the sizes of the variables the index uses (Inductor's get_numel).
+    numel: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def numel(self) -> int:
-        """Elements touched: product of the sizes of the variables the index uses (Inductor's get_numel)."""
+    def __post_init__(self) -> None:
         used = self.used_vars()
         n = 1
         for i, s in enumerate(self.sizes):
             if f"c{i}" in used:
                 n *= s
-        return n
+        object.__setattr__(self, "numel", n)
 
     def used_vars(self) -> set[str]:
         out: set[str] = set()

@@ -7,51 +7,104 @@ points of the member nodes that touch the buffer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, Node
-
-
-class _HasGraphUsers(Protocol):
-    graph: Graph
-    users: dict[str, list[str]]
+from fuseopt.ir.graph import ComputeNode, Graph
 
 
-def node_points(n: Node, graph: Graph, buffer: str | None = None) -> int:
-    if isinstance(n, ComputeNode):
-        return n.numel * n.rnumel
-    assert isinstance(n, LibraryNode)
-    return graph.buffer(buffer).numel if buffer is not None else 0
+@dataclass(frozen=True)
+class NodeAccess:
+    """What one node touches: (buffer, points) for its reads and its writes."""
+
+    reads: tuple[tuple[str, int], ...]
+    writes: tuple[tuple[str, int], ...]
 
 
-def kernel_bytes(graph: Graph, users: dict[str, list[str]], members: Sequence[str]) -> int:
-    inside = set(members)
-    reads: dict[str, int] = {}
-    writes: dict[str, int] = {}
-    for name in members:
-        n = graph.node(name)
-        for out in n.outputs:
-            if graph.buffer(out).role == "output" or any(u not in inside for u in users.get(out, ())):
-                w = n.numel if isinstance(n, ComputeNode) else graph.buffer(out).numel
-                writes[out] = writes.get(out, 0) + w
-        for b in n.read_buffers():
-            reads[b] = reads.get(b, 0) + node_points(n, graph, b)
-    written_inside = {o for name in members for o in graph.node(name).outputs}
-    total = 0
-    for b, acc in writes.items():
-        buf = graph.buffer(b)
-        total += buf.dtype.itemsize * min(acc, buf.numel)
-    for b, acc in reads.items():
-        if b in written_inside:
-            continue
-        buf = graph.buffer(b)
-        total += buf.dtype.itemsize * min(acc, buf.numel)
-    return total
+class AccessTable:
+    """Per-node accesses and per-buffer readers of a graph, computed once, for fast kernel_bytes."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.nodes: dict[str, NodeAccess] = {}
+        self.users: dict[str, list[str]] = {}
+        for n in graph.nodes:
+            if isinstance(n, ComputeNode):
+                pts = n.numel * n.rnumel
+                reads = tuple((b, pts) for b in n.read_buffers())
+                writes = ((n.output, n.numel),)
+            else:
+                reads = tuple((b, graph.buffer(b).numel) for b in n.read_buffers())
+                writes = tuple((o, graph.buffer(o).numel) for o in n.outputs)
+            self.nodes[n.name] = NodeAccess(reads, writes)
+            for b, _ in reads:
+                self.users.setdefault(b, []).append(n.name)
+        self.sizes = {b.name: (b.dtype.itemsize, b.numel, b.role == "output") for b in graph.buffers}
+
+    def kernel_bytes(self, members: Sequence[str]) -> int:
+        inside = set(members)
+        reads: dict[str, int] = {}
+        writes: dict[str, int] = {}
+        written: set[str] = set()
+        for name in members:
+            acc = self.nodes[name]
+            for b, pts in acc.writes:
+                written.add(b)
+                if self.sizes[b][2] or any(u not in inside for u in self.users.get(b, ())):
+                    writes[b] = writes.get(b, 0) + pts
+            for b, pts in acc.reads:
+                reads[b] = reads.get(b, 0) + pts
+        total = 0
+        for b, acc_pts in writes.items():
+            item, numel, _ = self.sizes[b]
+            total += item * min(acc_pts, numel)
+        for b, acc_pts in reads.items():
+            if b not in written:
+                item, numel, _ = self.sizes[b]
+                total += item * min(acc_pts, numel)
+        return total
+
+    def saved_bytes(self, m1: Sequence[str], m2: Sequence[str]) -> int:
+        """kernel_bytes(m1) + kernel_bytes(m2) - kernel_bytes(m1 + m2), looking only at shared buffers."""
+        a1, a2 = self._summary(m1), self._summary(m2)
+        shared = (a1[0].keys() | a1[1].keys()) & (a2[0].keys() | a2[1].keys())
+        if not shared:
+            return 0
+        s1, s2 = set(m1), set(m2)
+        union = s1 | s2
+        saved = 0
+        for b in shared:
+            saved += self._contrib(b, a1, s1) + self._contrib(b, a2, s2)
+            merged = (
+                {b: a1[0].get(b, 0) + a2[0].get(b, 0)},
+                {b: a1[1].get(b, 0) + a2[1].get(b, 0)} if b in a1[1] or b in a2[1] else {},
+            )
+            saved -= self._contrib(b, merged, union)
+        return saved
+
+    def _summary(self, members: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
+        reads: dict[str, int] = {}
+        writes: dict[str, int] = {}
+        for name in members:
+            acc = self.nodes[name]
+            for b, pts in acc.reads:
+                reads[b] = reads.get(b, 0) + pts
+            for b, pts in acc.writes:
+                writes[b] = writes.get(b, 0) + pts
+        return reads, writes
+
+    def _contrib(self, b: str, summary: tuple[dict[str, int], dict[str, int]], inside: set[str]) -> int:
+        reads, writes = summary
+        item, numel, is_output = self.sizes[b]
+        if b in writes:
+            if is_output or any(u not in inside for u in self.users.get(b, ())):
+                return item * min(writes[b], numel)
+            return 0
+        return item * min(reads.get(b, 0), numel)
 
 
-def group_bytes(state: _HasGraphUsers, members: Iterable[str]) -> int:
-    return kernel_bytes(state.graph, state.users, list(members))
+def kernel_bytes(graph: Graph, members: Sequence[str]) -> int:
+    return AccessTable(graph).kernel_bytes(members)
 
 
 def buffer_users(graph: Graph) -> dict[str, list[str]]:
@@ -63,5 +116,5 @@ def buffer_users(graph: Graph) -> dict[str, list[str]]:
 
 
 def unfused_metrics(graph: Graph) -> tuple[int, int]:
-    users = buffer_users(graph)
-    return len(graph.nodes), sum(kernel_bytes(graph, users, [n.name]) for n in graph.nodes)
+    table = AccessTable(graph)
+    return len(graph.nodes), sum(table.kernel_bytes([n.name]) for n in graph.nodes)

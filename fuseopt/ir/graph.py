@@ -30,17 +30,13 @@ class BufferInfo:
     offset: int
     dtype: DType
     role: str  # input | output | intermediate
+    numel: int = field(init=False, compare=False, repr=False)
+    storage_size: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def storage_size(self) -> int:
-        return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.stride, strict=True)) + 1
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numel", _prod(self.shape))
+        size = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.stride, strict=True)) + 1
+        object.__setattr__(self, "storage_size", size)
 
     @property
     def nbytes(self) -> int:
@@ -57,14 +53,15 @@ class ComputeNode:
     reduce: tuple[LoopVar, ...]
     store: Load
     value: Expr
+    # Derived once (nodes are immutable): sizes and the buffers read, in first-use order.
+    numel: int = field(init=False, compare=False, repr=False)
+    rnumel: int = field(init=False, compare=False, repr=False)
+    _read_buffers: tuple[str, ...] = field(init=False, compare=False, repr=False)
 
-    @property
-    def numel(self) -> int:
-        return _prod(lv.size for lv in self.loops)
-
-    @property
-    def rnumel(self) -> int:
-        return _prod(lv.size for lv in self.reduce)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numel", _prod(lv.size for lv in self.loops))
+        object.__setattr__(self, "rnumel", _prod(lv.size for lv in self.reduce))
+        object.__setattr__(self, "_read_buffers", tuple(dict.fromkeys(ld.buffer for ld in loads(self.value))))
 
     @property
     def output(self) -> str:
@@ -83,7 +80,7 @@ class ComputeNode:
         return loads(self.value)
 
     def read_buffers(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(ld.buffer for ld in self.reads()))
+        return self._read_buffers
 
     @property
     def var_sizes(self) -> dict[str, int]:

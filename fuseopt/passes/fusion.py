@@ -16,14 +16,15 @@ list order reaches decisions, faithfully); `stable` walks them by (dependency de
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from fuseopt.analysis.deps import NodeDeps, graph_deps
-from fuseopt.analysis.metrics import buffer_users
 from fuseopt.ir.graph import Graph
+from fuseopt.passes.fusion_stable import stable_fuse
 from fuseopt.passes.fusion_state import FusionState, Group
-from fuseopt.passes.legality import Verdict, check_fusion
+from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
 from fuseopt.passes.options import Options
 from fuseopt.passes.scoring import Score, inductor_score, inductor_sort, stable_score, stable_sort
 from fuseopt.plan import Decision, Rejection, Reorder
@@ -95,12 +96,13 @@ def dag_levels(graph: Graph) -> dict[str, int]:
 
 
 class _Recorder:
-    def __init__(self) -> None:
+    def __init__(self, label: Callable[[Group], str]) -> None:
+        self.label = label
         self.decisions: list[Decision] = []
         self.rejected: dict[tuple[str, str], Rejection] = {}
 
     def reject(self, a: Group, b: Group, v: Verdict) -> None:
-        pair = v.nodes or (a.members[0], b.members[0])
+        pair = v.nodes or (self.label(a), self.label(b))
         self.rejected[pair] = Rejection(pair, v.reason, v.detail)
 
 
@@ -110,23 +112,27 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
         numbers = {name: i for i, name in enumerate(inductor_node_order(graph))}
     else:
         numbers = {n.name: i for i, n in enumerate(graph.nodes)}
-    state = FusionState(graph, deps, numbers)
-    state.users = buffer_users(graph)
+    state = FusionState(graph, deps, numbers, by_name=opts.scoring == "stable")
     levels = dag_levels(graph)
-    rec = _Recorder()
+    rec = _Recorder(state.label)
     reorders: list[Reorder] = []
     current = graph
 
-    rounds = 0
-    for rnd in range(opts.max_rounds):
-        rounds = rnd + 1
-        before = len(state.groups)
-        _round(state, opts, levels, rec, rnd, None, reorders)
-        if len(state.groups) == before or len(state.groups) == 1:
-            break
-    if opts.loop_order and reorder is not None and len(state.groups) > 1:
-        _round(state, opts, levels, rec, rounds, reorder, reorders)
-        reorders = reorder.finish(state, reorders)
+    hook = reorder if opts.loop_order else None
+    if opts.scoring == "stable":
+        stable_fuse(state, opts, levels, rec.reject, rec.decisions, hook, reorders)
+    else:
+        rounds = 0
+        for rnd in range(opts.max_rounds):
+            rounds = rnd + 1
+            before = len(state.groups)
+            _round(state, opts, levels, rec, rnd, None, reorders)
+            if len(state.groups) == before or len(state.groups) == 1:
+                break
+        if hook is not None and len(state.groups) > 1:
+            _round(state, opts, levels, rec, rounds, hook, reorders)
+    if hook is not None:
+        reorders = hook.finish(state, reorders)
         current = state.current_graph()
 
     groups = tuple(tuple(g.members) for g in state.ordered_groups())
@@ -200,7 +206,7 @@ def _round(
                     continue
                 seen.add(key)
                 v = check_fusion(state, g1, g2, opts)
-                if not v.ok and reorder is not None and v.reason in ("index_mismatch", "no_shared_data"):
+                if not v.ok and reorder is not None and v.reason in REORDER_REASONS:
                     tried = reorder.try_pair(state, g1, g2, opts)
                     if tried is not None:
                         v, applied = tried
@@ -218,11 +224,7 @@ def _round(
         if not v.ok:
             rec.reject(ga, gb, v)
             continue
-        pair = (
-            (ga.members[0], gb.members[0])
-            if state.pos[ga.gid] < state.pos[gb.gid]
-            else (gb.members[0], ga.members[0])
-        )
+        pair = (ga.members[0], gb.members[0]) if state.before(ga, gb) else (gb.members[0], ga.members[0])
         state.fuse(ga, gb)
         rec.decisions.append(Decision(len(rec.decisions), pair, "fuse", score.to_json(), rnd, v.kind))
 
@@ -230,7 +232,7 @@ def _round(
 def _score(
     state: FusionState, g1: Group, g2: Group, v: Verdict, opts: Options, levels: dict[str, int]
 ) -> Score:
-    if state.pos[g1.gid] > state.pos[g2.gid]:
+    if not state.before(g1, g2):
         g1, g2 = g2, g1
     if opts.scoring == "inductor":
         return inductor_score(state, g1, g2, v.memory)

@@ -1,19 +1,20 @@
 """The working state of the fusion pass: groups of nodes (future kernels) and the DAG between them.
 
 This is the one mutable structure of the planner; it lives only inside one call of the fusion pass.
-Groups are kept in a topological order that is repaired after each fusion, which makes the cycle
-check local: a fusion of g1 before g2 creates a cycle iff some group strictly between them in that
-order is reachable from g1 and reaches g2.
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from fuseopt.analysis.deps import Dep, MemoryDep, NodeDeps, StarDep
+import numpy as np
+
+from fuseopt.analysis.deps import Dep, MemoryDep, NodeDeps, StarDep, node_deps
+from fuseopt.analysis.metrics import AccessTable
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, Node
-
-_HOLE = -1
 
 
 @dataclass
@@ -46,10 +47,22 @@ class Group:
 
 
 class FusionState:
-    """Groups, their DAG, and the topological order (positions) of groups."""
+    """Groups, their DAG and its transitive closure.
 
-    def __init__(self, graph: Graph, deps: dict[str, NodeDeps], order_numbers: dict[str, int]):
+    Reachability is kept as Python-int bitsets with one bit per group: the bit of its gid (the
+    program index of the node it started from). `desc[g]` has the bits of the groups reachable
+    from g, `anc[g]` of those that reach g; bits of absorbed groups are retired (`alive`). A
+    fusion only touches the groups that gain reachability they did not have, which for the
+    common vertical fusion of a producer and its consumer is none at all.
+    """
+
+    def __init__(
+        self, graph: Graph, deps: dict[str, NodeDeps], order_numbers: dict[str, int], *, by_name: bool = False
+    ):
         self.graph = graph
+        # by_name: groups are named, ordered and tie-broken by node names (stable scoring), never
+        # by their position in the node list (inductor scoring, faithfully, does the latter).
+        self.by_name = by_name
         self.overrides: dict[str, ComputeNode] = {}
         self.deps = deps
         self.program_index = {n.name: i for i, n in enumerate(graph.nodes)}
@@ -71,18 +84,40 @@ class FusionState:
                     j = self.group_of[w]
                     self.groups[j].succ.add(i)
                     self.groups[i].pred.add(j)
-        # Program order is a topological order of the node DAG.
-        self.order: list[int] = list(range(len(graph.nodes)))
-        self.pos: dict[int, int] = {g: g for g in self.order}
-        self.users: dict[str, list[str]] = {}
-        for n in graph.nodes:
-            for b in n.read_buffers():
-                self.users.setdefault(b, []).append(n.name)
+        count = len(graph.nodes)
+        self.node_group = np.arange(count, dtype=np.int64)  # node index -> gid
+        self.alive = (1 << count) - 1
+        self.desc: dict[int, int] = {}
+        self.anc: dict[int, int] = {}
+        # Program order is topological: descendants from the back, ancestors from the front.
+        for i in range(count - 1, -1, -1):
+            m = 0
+            for s_ in self.groups[i].succ:
+                m |= (1 << s_) | self.desc[s_]
+            self.desc[i] = m
+        for i in range(count):
+            m = 0
+            for p in self.groups[i].pred:
+                m |= (1 << p) | self.anc[p]
+            self.anc[i] = m
+        self.version: dict[int, int] = dict.fromkeys(self.groups, 0)
+        self.verdicts: dict[tuple[int, int, int, int], Any] = {}
+        self.single_use_cache: dict[tuple[int, int], dict[tuple[str, int], int]] = {}
+        self.access = AccessTable(graph)
+        self.users = self.access.users
+        self._bytes: dict[int, int] = {}
 
     # -- queries ---------------------------------------------------------------------------
     def node(self, name: str) -> Node:
         """The node as transformed so far (loop-order rewrites are kept as overrides)."""
         return self.overrides.get(name) or self.graph.node(name)
+
+    def group_bytes(self, g: Group) -> int:
+        """num_bytes_accessed of a group (cached until the group changes)."""
+        b = self._bytes.get(g.gid)
+        if b is None:
+            b = self._bytes[g.gid] = self.access.kernel_bytes(g.members)
+        return b
 
     def current_graph(self) -> Graph:
         if not self.overrides:
@@ -92,93 +127,96 @@ class FusionState:
     def group(self, node: str) -> Group:
         return self.groups[self.group_of[node]]
 
-    def ordered_groups(self) -> list[Group]:
-        return [self.groups[g] for g in self.order if g != _HOLE]
+    def label(self, g: Group) -> str:
+        """The node that names a group: its smallest name (by_name) or its first in program order."""
+        return min(g.members) if self.by_name else g.members[0]
+
+    def before(self, a: Group, b: Group) -> bool:
+        """Does a go first? (a reaches b, or neither reaches the other and a's label sorts first.)"""
+        if self.is_ancestor(b, a):
+            return False
+        if self.is_ancestor(a, b):
+            return True
+        return self.label(a) < self.label(b) if self.by_name else a.gid < b.gid
+
+    def ordered_groups(self, key: Callable[[Group], Any] | None = None) -> list[Group]:
+        """A topological order of the groups; among ready groups, the smallest key first
+        (default: program order, or the label when by_name)."""
+        if key is None:
+            key = (lambda g: self.label(g)) if self.by_name else (lambda g: g.gid)
+        indeg = {g: len(grp.pred) for g, grp in self.groups.items()}
+        ready = [(key(self.groups[g]), g) for g, d in indeg.items() if d == 0]
+        heapq.heapify(ready)
+        out: list[Group] = []
+        while ready:
+            _, g = heapq.heappop(ready)
+            out.append(self.groups[g])
+            for s_ in self.groups[g].succ:
+                indeg[s_] -= 1
+                if indeg[s_] == 0:
+                    heapq.heappush(ready, (key(self.groups[s_]), s_))
+        assert len(out) == len(self.groups), "the group graph has a cycle"
+        return out
 
     def is_ancestor(self, a: Group, b: Group) -> bool:
-        """Is there a path a -> ... -> b? (Search bounded by the topological positions.)"""
-        if self.pos[a.gid] >= self.pos[b.gid]:
-            return False
-        limit = self.pos[b.gid]
-        stack = [a.gid]
-        seen = {a.gid}
-        while stack:
-            g = stack.pop()
-            for s in self.groups[g].succ:
-                if s == b.gid:
-                    return True
-                if s not in seen and self.pos[s] < limit:
-                    seen.add(s)
-                    stack.append(s)
-        return False
+        """Is there a path a -> ... -> b?"""
+        return bool(self.desc[a.gid] >> b.gid & 1)
 
-    def _reach_between(self, a: Group, b: Group) -> tuple[set[int], bool]:
-        """Groups strictly between a and b reachable from a, and whether any of them reaches b."""
-        limit = self.pos[b.gid]
-        seen: set[int] = set()
-        stack = [s for s in a.succ if s != b.gid and self.pos[s] < limit]
-        seen.update(stack)
-        hits_b = False
-        while stack:
-            g = stack.pop()
-            grp = self.groups[g]
-            if b.gid in grp.succ:
-                hits_b = True
-            for s in grp.succ:
-                if s not in seen and s != b.gid and self.pos[s] < limit:
-                    seen.add(s)
-                    stack.append(s)
-        return seen, hits_b
+    def _between(self, a: Group, b: Group) -> int:
+        both = ~((1 << a.gid) | (1 << b.gid))
+        return (
+            ((self.desc[a.gid] & self.anc[b.gid]) | (self.desc[b.gid] & self.anc[a.gid])) & self.alive & both
+        )
 
     def would_create_cycle(self, a: Group, b: Group) -> bool:
-        if self.pos[a.gid] > self.pos[b.gid]:
-            a, b = b, a
-        _, cyc = self._reach_between(a, b)
-        return cyc
+        """Would a and b as one kernel close a cycle (a path a -> other kernel -> b, or back)?"""
+        return self._between(a, b) != 0
 
     def path_via(self, a: Group, b: Group) -> list[str]:
-        """A node path a -> other -> b that a fusion of a and b would turn into a cycle (for reasons)."""
-        if self.pos[a.gid] > self.pos[b.gid]:
-            a, b = b, a
-        limit = self.pos[b.gid]
-        parent: dict[int, int] = {}
-        stack = [s for s in sorted(a.succ) if s != b.gid and self.pos[s] < limit]
-        for s in stack:
-            parent[s] = a.gid
-        while stack:
-            g = stack.pop(0)
-            if b.gid in self.groups[g].succ:
-                chain = [g]
-                while chain[-1] in parent and parent[chain[-1]] != a.gid:
-                    chain.append(parent[chain[-1]])
-                return [self.groups[x].members[0] for x in reversed(chain)]
-            for s in sorted(self.groups[g].succ):
-                if s not in parent and s != b.gid and self.pos[s] < limit:
-                    parent[s] = g
-                    stack.append(s)
-        return []
+        """Kernels on a path between a and b (named by their first node, for the reason's detail)."""
+        between = self._between(a, b)
+        names = []
+        while between and len(names) < 3:
+            low = between & -between
+            names.append(self.label(self.groups[low.bit_length() - 1]))
+            between ^= low
+        return names
 
     # -- the one mutation ------------------------------------------------------------------
     def fuse(self, a: Group, b: Group) -> Group:
-        """Merge b into a (a keeps its gid when it comes first) and repair the topological order."""
-        if self.pos[a.gid] > self.pos[b.gid]:
+        """Merge the later group into the earlier one (which keeps its gid)."""
+        if not self.before(a, b):
             a, b = b, a
-        between, cyc = self._reach_between(a, b)
-        assert not cyc, "fusion would create a cycle"
-        lo, hi = self.pos[a.gid], self.pos[b.gid]
-        middle = self.order[lo + 1 : hi]
-        before = [g for g in middle if g not in between]
-        after = [g for g in middle if g in between]
-        # Same length as before (b's old slot becomes a hole), so positions past hi stay valid.
-        self.order[lo : hi + 1] = [*before, a.gid, *after, _HOLE]
-        for i in range(lo, hi):
-            self.pos[self.order[i]] = i
-        del self.pos[b.gid]
+        assert not self.would_create_cycle(a, b), "fusion would create a cycle"
+        ba, bb = 1 << a.gid, 1 << b.gid
+        both = ba | bb
+        self.alive &= ~bb
+        da, db = self.desc[a.gid] & self.alive & ~both, self.desc[b.gid] & self.alive & ~both
+        aa, ab = self.anc[a.gid] & self.alive & ~both, self.anc[b.gid] & self.alive & ~both
+        desc, anc = self.desc, self.anc
+        # Groups reaching only a now reach b's descendants; those reaching only b reach a (the
+        # merged group's bit) and a's descendants. Symmetrically for descendants.
+        if db & ~da:
+            for g in self._groups_in(aa & ~ab):
+                desc[g] |= db
+        for g in self._groups_in(ab & ~aa):
+            desc[g] |= da | ba
+        if ab & ~aa:
+            for g in self._groups_in(da & ~db):
+                anc[g] |= ab
+        for g in self._groups_in(db & ~da):
+            anc[g] |= aa | ba
+        desc[a.gid], anc[a.gid] = da | db, aa | ab
+        del desc[b.gid], anc[b.gid]
 
-        members = sorted(a.members + b.members, key=self.program_index.__getitem__)
-        a.members = members
+        self._bytes.pop(a.gid, None)
+        self._bytes.pop(b.gid, None)
+        self.version[a.gid] += 1
+        del self.version[b.gid]
+        a.members = sorted(a.members + b.members, key=self.program_index.__getitem__)
         for m in b.members:
             self.group_of[m] = a.gid
+        self.node_group[self.node_group == b.gid] = a.gid
         if b.is_reduction and not a.is_reduction:
             a.numel, a.rnumel = b.numel, b.rnumel
         if a.kind != b.kind:
@@ -188,36 +226,47 @@ class FusionState:
         writes = {**a.writes, **b.writes}
         reads = {d: None for d in (*a.reads, *b.reads) if d not in writes}
         a.reads, a.writes = reads, writes
-        for s in b.succ:
-            grp = self.groups[s]
+        for s_ in b.succ:
+            grp = self.groups[s_]
             grp.pred.discard(b.gid)
-            if s != a.gid:
+            if s_ != a.gid:
                 grp.pred.add(a.gid)
-                a.succ.add(s)
+                a.succ.add(s_)
         for p in b.pred:
             grp = self.groups[p]
             grp.succ.discard(b.gid)
             if p != a.gid:
                 grp.succ.add(a.gid)
                 a.pred.add(p)
-        a.succ.discard(a.gid)
-        a.pred.discard(a.gid)
         a.succ.discard(b.gid)
         a.pred.discard(b.gid)
         del self.groups[b.gid]
         return a
 
-    def install(self, node: ComputeNode, deps: NodeDeps) -> None:
-        """Swap in a loop-transformed version of a (still unfused) node, with its new deps."""
-        g = self.group(node.name)
-        assert g.members == [node.name], "only unfused nodes are transformed during fusion"
-        if node is self.graph.node(node.name):
-            self.overrides.pop(node.name, None)
-        else:
-            self.overrides[node.name] = node
-        self.deps[node.name] = deps
-        g.reads = dict.fromkeys(deps.reads)
-        g.writes = dict.fromkeys(deps.writes)
+    def _groups_in(self, bits: int) -> set[int]:
+        """Current gids of the groups whose bits are set (retired bits map to their absorber)."""
+        if not bits:
+            return set()
+        raw = np.frombuffer(bits.to_bytes((bits.bit_length() + 7) // 8, "little"), dtype=np.uint8)
+        idx = np.flatnonzero(np.unpackbits(raw, bitorder="little"))
+        # Only ORs are applied to these groups, so their order does not matter.
+        return set(self.node_group[idx].tolist())
+
+    def install(self, nodes: Sequence[ComputeNode]) -> None:
+        """Swap in loop-transformed versions of nodes (all of one group) and recompute its deps."""
+        g = self.group(nodes[0].name)
+        assert all(self.group_of[n.name] == g.gid for n in nodes)
+        for node in nodes:
+            if node is self.graph.node(node.name):
+                self.overrides.pop(node.name, None)
+            else:
+                self.overrides[node.name] = node
+            self.deps[node.name] = node_deps(node)
+        self.version[g.gid] += 1
+        self._bytes.pop(g.gid, None)
+        writes = {d: None for m in g.members for d in self.deps[m].writes}
+        g.writes = writes
+        g.reads = {d: None for m in g.members for d in self.deps[m].reads if d not in writes}
 
 
 def _merged_kind(a: str, b: str) -> str:

@@ -18,13 +18,16 @@ Triton backend and `can_fuse_vertical`), first failing wins:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fuseopt.analysis.deps import Dep, MemoryDep, StarDep, dep_bytes
 from fuseopt.analysis.shapes import split_loops
 from fuseopt.ir.graph import ComputeNode, LibraryNode
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.options import Options
+
+# Failures a loop transformation (the loop-order pass) may cure.
+REORDER_REASONS = frozenset({"index_mismatch", "no_shared_data", "size_mismatch"})
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,22 @@ class Verdict:
     kind: str = ""  # vertical | horizontal | reduction-inner | reduction-epilogue | template-epilogue
     memory: int = 0  # shared bytes (Inductor's memory score)
     nodes: tuple[str, str] | None = None  # the two member nodes the reason is about, when known
+    intrinsic: bool = False  # depends only on the two groups (cacheable), not on the rest of the state
 
     @staticmethod
-    def no(reason: str, detail: str, memory: int = 0, nodes: tuple[str, str] | None = None) -> Verdict:
-        return Verdict(False, reason, detail, memory=memory, nodes=nodes)
+    def no(
+        reason: str,
+        detail: str,
+        memory: int = 0,
+        nodes: tuple[str, str] | None = None,
+        intrinsic: bool = False,
+    ) -> Verdict:
+        return Verdict(False, reason, detail, memory=memory, nodes=nodes, intrinsic=intrinsic)
 
 
 def _label(g: Group) -> str:
-    return g.members[0] if len(g.members) == 1 else f"{g.members[0]}(+{len(g.members) - 1})"
+    head = min(g.members)  # names, not list positions, so details read the same in any order
+    return head if len(g.members) == 1 else f"{head}(+{len(g.members) - 1})"
 
 
 def shared_memory_bytes(state: FusionState, g1: Group, g2: Group) -> int:
@@ -77,11 +88,9 @@ def _fusable_read(read: Dep, write: Dep) -> bool:
 
 
 def _member_with(state: FusionState, g: Group, dep: Dep) -> str:
-    for m in g.members:
-        d = state.deps[m]
-        if dep in d.reads or dep in d.writes:
-            return m
-    return g.members[0]
+    """The (alphabetically first) member of g with this dependency."""
+    found = [m for m in g.members if dep in state.deps[m].reads or dep in state.deps[m].writes]
+    return min(found) if found else state.label(g)
 
 
 def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
@@ -102,28 +111,48 @@ def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group) -> Verdict
 
 
 def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
-    """Can g1 and g2 (g1 earlier in the topological order) become one kernel?"""
+    """Can g1 and g2 become one kernel? (Either order; the earlier group is the producer side.)
+
+    Verdicts that depend only on the two groups (`intrinsic`) are cached until either changes.
+    """
     if g1.gid == g2.gid:
         return Verdict.no("same_kernel", "already in one kernel")
-    if state.pos[g1.gid] > state.pos[g2.gid]:
+    if not state.before(g1, g2):
         g1, g2 = g2, g1
+    key = (g1.gid, state.version[g1.gid], g2.gid, state.version[g2.gid])
+    cached = state.verdicts.get(key)
+    if cached is not None:
+        return cached
+    v = _check(state, g1, g2, opts)
+    if v.intrinsic:
+        state.verdicts[key] = v
+    return v
+
+
+def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
     lib = _library_rule(state, g1, g2)
     if lib is not None:
         return lib
+    sizes = _numel_rule(g1, g2)
+    if sizes is not None:
+        return sizes
 
     memory = shared_memory_bytes(state, g1, g2)
     if memory == 0 or memory < opts.memory_threshold and not state.is_ancestor(g1, g2):
         mismatch = _shared_buffer_mismatch(state, g1, g2)
-        if mismatch is not None:
-            return mismatch
-        return Verdict.no(
-            "no_shared_data", f"{_label(g1)} and {_label(g2)} share {memory} bytes of equal accesses"
-        )
+        if mismatch is None:
+            mismatch = Verdict.no(
+                "no_shared_data", f"{_label(g1)} and {_label(g2)} share {memory} bytes of equal accesses"
+            )
+        return replace(mismatch, intrinsic=memory == 0)
 
     size = len(g1.members) + len(g2.members)
     if size > opts.max_fusion_size:
         return Verdict.no(
-            "too_large", f"{size} nodes would exceed --max-fusion-size {opts.max_fusion_size}", memory
+            "too_large",
+            f"{size} nodes would exceed --max-fusion-size {opts.max_fusion_size}",
+            memory,
+            intrinsic=True,
         )
     peak = _peak_memory_overhead(state, g1, g2, opts)
     if peak is not None and peak > opts.peak_memory_factor * memory:
@@ -137,7 +166,7 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     if vertical:
         v = _vertical_rule(state, g1, g2)
         if v is not None:
-            return Verdict.no(v.reason, v.detail, memory, v.nodes)
+            return replace(v, memory=memory)
     elif opts.scoring == "inductor":
         distance = max(abs(g1.min_order - g2.max_order), abs(g2.min_order - g1.max_order))
         if distance > opts.max_distance:
@@ -146,7 +175,7 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
             )
     shape = _shape_rule(state, g1, g2)
     if isinstance(shape, Verdict):
-        return Verdict.no(shape.reason, shape.detail, memory)
+        return replace(shape, memory=memory)
     if state.would_create_cycle(g1, g2):
         via = state.path_via(g1, g2)
         return Verdict.no(
@@ -158,10 +187,43 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     return Verdict(True, kind=kind, memory=memory)
 
 
+def _numel_rule(g1: Group, g2: Group) -> Verdict | None:
+    """The cheap part of the backend rule: can these iteration sizes share a kernel at all?"""
+    if g1.is_library or g2.is_library:
+        return None
+    if not g1.is_reduction and not g2.is_reduction:
+        if g1.numel != g2.numel:
+            return Verdict.no(
+                "size_mismatch",
+                f"numel {g1.numel} ({_label(g1)}) vs {g2.numel} ({_label(g2)})",
+                intrinsic=True,
+            )
+        return None
+    if g1.is_reduction and g2.is_reduction:
+        if (g1.numel, g1.rnumel) != (g2.numel, g2.rnumel):
+            return Verdict.no(
+                "reduction_mismatch",
+                f"(numel, rnumel) ({g1.numel}, {g1.rnumel}) of {_label(g1)} vs ({g2.numel}, {g2.rnumel}) of {_label(g2)}",
+                intrinsic=True,
+            )
+        return None
+    red, pw = (g1, g2) if g1.is_reduction else (g2, g1)
+    if pw.numel not in (red.numel, red.numel * red.rnumel):
+        return Verdict.no(
+            "size_mismatch",
+            f"pointwise numel {pw.numel} ({_label(pw)}) is neither numel {red.numel} nor numel*rnumel "
+            f"{red.numel * red.rnumel} of reduction {_label(red)}",
+            intrinsic=True,
+        )
+    return None
+
+
 def _library_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
     if "extern" in (g1.kind, g2.kind):
         ext = g1 if g1.kind == "extern" else g2
-        return Verdict.no("extern", f"{_label(ext)} is an extern library call; extern nodes never fuse")
+        return Verdict.no(
+            "extern", f"{_label(ext)} is an extern library call; extern nodes never fuse", intrinsic=True
+        )
     if g2.kind == "template":
         return Verdict.no(
             "extern", f"{_label(g2)} is a template; prologue fusion into templates is not supported"
@@ -175,9 +237,15 @@ def _library_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
             "extern", f"template {tmpl.name} does not allow epilogue fusion (epilogue_fusion: false)"
         )
     if g2.kind != "pointwise":
-        return Verdict.no("extern", f"a template only takes pointwise epilogues; {_label(g2)} is a {g2.kind}")
+        return Verdict.no(
+            "extern",
+            f"a template only takes pointwise epilogues; {_label(g2)} is a {g2.kind}",
+            intrinsic=True,
+        )
     if tmpl.output not in {d.buffer for d in g2.reads}:
-        return Verdict.no("extern", f"{_label(g2)} does not read the template's output {tmpl.output}")
+        return Verdict.no(
+            "extern", f"{_label(g2)} does not read the template's output {tmpl.output}", intrinsic=True
+        )
     return None
 
 
@@ -196,6 +264,7 @@ def _vertical_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
             "index_mismatch",
             f"{rd.buffer} written by {n1} as {wd.text()} but read by {n2} {how}as {rd.text()}",
             nodes=(n1, n2),
+            intrinsic=True,
         )
     return None
 
@@ -227,6 +296,7 @@ def _shape_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | str | Non
                     "size_mismatch",
                     f"{m}'s loops {[lv.size for lv in node.loops]} do not split into the reduction's "
                     f"(numel {red.numel}, rnumel {red.rnumel})",
+                    intrinsic=True,
                 )
         return "reduction-inner"
     if pw.numel == red.numel:
@@ -246,20 +316,24 @@ def _shape_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | str | Non
 
 def _peak_memory_overhead(state: FusionState, g1: Group, g2: Group, opts: Options) -> int | None:
     """Inductor's can_fusion_increase_peak_memory: common reuse keys of single-use intermediate inputs."""
-
-    def single_use_keys(g: Group) -> dict[tuple[str, int], int]:
-        out: dict[tuple[str, int], int] = {}
-        for d in g.reads:
-            if not state.graph.has_buffer(d.buffer):
-                continue
-            buf = state.graph.buffer(d.buffer)
-            if buf.role == "input" or len(state.users.get(d.buffer, ())) != 1:
-                continue
-            out[(buf.dtype.value, buf.storage_size)] = buf.storage_size * buf.dtype.itemsize
-        return out
-
-    k1, k2 = single_use_keys(g1), single_use_keys(g2)
+    k1, k2 = _single_use_keys(state, g1), _single_use_keys(state, g2)
     common = [k for k in k1 if k in k2]
     if not common:
         return None
     return sum(k1[k] for k in common)
+
+
+def _single_use_keys(state: FusionState, g: Group) -> dict[tuple[str, int], int]:
+    """Reuse keys (dtype, storage size) of the intermediate buffers g reads that have one reader."""
+    cache_key = (g.gid, state.version[g.gid])
+    hit = state.single_use_cache.get(cache_key)
+    if hit is not None:
+        return hit
+    out: dict[tuple[str, int], int] = {}
+    for d in g.reads:
+        buf = state.graph.buffer(d.buffer)
+        if buf.role == "input" or len(state.users.get(d.buffer, ())) != 1:
+            continue
+        out[(buf.dtype.value, buf.storage_size)] = buf.storage_size * buf.dtype.itemsize
+    state.single_use_cache[cache_key] = out
+    return out

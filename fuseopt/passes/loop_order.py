@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from fuseopt.analysis.deps import MemoryDep, canonical_dep, node_deps
+from fuseopt.analysis.deps import MemoryDep, canonical_dep
 from fuseopt.analysis.shapes import split_loops
 from fuseopt.ir.bounds import linear_form
 from fuseopt.ir.expr import Load, Var, walk
@@ -36,10 +36,18 @@ MAX_EXHAUSTIVE_LOOPS = 6
 
 
 @dataclass
+class _Applied:
+    before: tuple[ComputeNode, ...]
+    after: tuple[ComputeNode, ...]
+    members: frozenset[str]  # the group when the transformation was made
+    records: tuple[Reorder, ...]
+
+
+@dataclass
 class LoopOrder:
     """The fusion pass's reorder hook; remembers what it changed so unused changes roll back."""
 
-    applied: list[tuple[ComputeNode, ComputeNode, Reorder]] = field(default_factory=list)
+    applied: list[_Applied] = field(default_factory=list)
 
     def try_pair(
         self, state: FusionState, g1: Group, g2: Group, opts: Options
@@ -49,38 +57,62 @@ class LoopOrder:
             return None
         sides = [(g1, g2), (g2, g1)]
         # Prefer transforming the pointwise side (Inductor reorders only pointwise nodes).
-        sides.sort(key=lambda s: s[0].is_reduction)
+        sides.sort(key=lambda s: (s[0].is_reduction, len(s[0].members)))
         for mine, other in sides:
-            if len(mine.members) != 1:
+            nodes = [state.node(m) for m in mine.members]
+            if not all(isinstance(n, ComputeNode) for n in nodes):
                 continue
-            node = state.node(mine.members[0])
-            if not isinstance(node, ComputeNode):
+            members = [n for n in nodes if isinstance(n, ComputeNode)]
+            sizes = {(tuple(lv.size for lv in n.loops), tuple(lv.size for lv in n.reduce)) for n in members}
+            # A group moves as one: every member gets the same transformation, which keeps their
+            # row-major positions aligned. That needs one loop structure across the group.
+            if len(sizes) != 1:
                 continue
-            for new, kind, detail in _candidates(state, node, other, sorted(common)):
-                old = node
-                state.install(new, node_deps(new))
+            lead = next((n for n in members if (set(n.read_buffers()) | {n.output}) & common), members[0])
+            for new, kind, detail in _candidates(state, lead, other, sorted(common)):
+                after = tuple(_same_transform(lead, new, n) for n in members)
+                if any(a is None for a in after):
+                    continue
+                done = tuple(a for a in after if a is not None)
+                state.install(done)
                 v = check_fusion(state, g1, g2, opts)
                 if v.ok:
-                    order = _order_of(old, new)
-                    rec = Reorder(
-                        node.name, order, kind, detail, tuple((lv.name, lv.size) for lv in new.loops)
+                    recs = tuple(
+                        Reorder(
+                            b.name, _order_of(b, a), kind, detail, tuple((lv.name, lv.size) for lv in a.loops)
+                        )
+                        for b, a in zip(members, done, strict=True)
                     )
-                    self.applied.append((old, new, rec))
-                    return v, [rec]
-                state.install(old, node_deps(old))
+                    self.applied.append(_Applied(tuple(members), done, frozenset(mine.members), recs))
+                    return v, list(recs)
+                state.install(members)
         return None
 
     def finish(self, state: FusionState, reorders: list[Reorder]) -> list[Reorder]:
         """Roll back transformations that led to no fusion; returns the reorders that stand."""
-        kept: list[Reorder] = []
-        for old, new, rec in self.applied:
-            if rec not in reorders:
-                continue
-            if len(state.group(new.name).members) == 1 and state.node(new.name) is new:
-                state.install(old, node_deps(old))
-                continue
-            kept.append(rec)
-        return kept
+        dropped: set[Reorder] = set()
+        for app in reversed(self.applied):
+            group = state.group(app.after[0].name)
+            unchanged = frozenset(group.members) == app.members
+            current = all(state.node(a.name) is a for a in app.after)
+            if unchanged and current:
+                state.install(app.before)
+                dropped.update(app.records)
+        return [r for r in reorders if r not in dropped]
+
+
+def _same_transform(lead_old: ComputeNode, lead_new: ComputeNode, node: ComputeNode) -> ComputeNode | None:
+    """Apply to `node` the transformation that took lead_old to lead_new (same loop structure)."""
+    if node is lead_old:
+        return lead_new
+    old_names = [lv.name for lv in lead_old.loops]
+    new_names = [lv.name for lv in lead_new.loops]
+    if sorted(new_names) == sorted(old_names):  # a permutation: same positions for every member
+        order = [old_names.index(n) for n in new_names]
+        rnames = [lv.name for lv in lead_old.reduce]
+        rorder = [rnames.index(lv.name) for lv in lead_new.reduce] if lead_old.reduce else None
+        return permute(node, order, rorder)
+    return refactor(node, lead_new.loops)
 
 
 def _order_of(old: ComputeNode, new: ComputeNode) -> tuple[int, ...]:

@@ -11,13 +11,13 @@ computes the same value at the same address. The proofs use sympy on expressions
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import sympy
 
 from fuseopt.errors import CheckFailed
-from fuseopt.ir.bounds import Linear, linear_form
+from fuseopt.ir.bounds import Linear, interval, linear_form
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Binary, Const, Expr, IndexValue, Load, Var, substitute_vars, transform, walk
 from fuseopt.ir.graph import ComputeNode, LoopVar
@@ -230,15 +230,52 @@ def simplify_digits(f: Linear) -> Linear:
     return Linear(tuple(coeffs), f.const)
 
 
+def simplify(e: Expr, ranges: Mapping[str, int]) -> Expr:
+    """Simplify an index over a loop box: floor division and modulo of linear forms, digits.
+
+    (d*A + B) // d == A + B // d and (d*A + B) % d == B % d for integer A; B // d == 0 and
+    B % d == B when 0 <= B < d over the box (bounds from `interval`). Then digits of the same
+    expression recombine. Each rule is an identity over the box, so meaning is preserved.
+    """
+
+    def visit(n: Expr) -> Expr | None:
+        if not (isinstance(n, Binary) and n.op in ("floordiv", "mod") and isinstance(n.b, Const)):
+            return None
+        d = int(n.b.value)
+        f = linear_form(n.a)
+        quot = Linear(tuple((atom, k // d) for atom, k in f.coeffs if k % d == 0), f.const // d)
+        rest = Linear(tuple((atom, k) for atom, k in f.coeffs if k % d), f.const % d)
+        if not quot.coeffs and not quot.const:
+            r = interval(n.a, ranges)
+            if n.op == "mod" and r is not None and r[0] >= 0 and r[1] < d:
+                return n.a
+            if n.op == "floordiv" and r is not None and r[0] >= 0 and r[1] < d:
+                return _c(0)
+            return None
+        inner = linear_to_expr(rest)
+        r = interval(inner, ranges)
+        small = r is not None and r[0] >= 0 and r[1] < d
+        if n.op == "mod":
+            return inner if small else _mod(inner, d)
+        if small:
+            return linear_to_expr(quot)
+        return linear_to_expr(Linear((*quot.coeffs, (_fdiv(inner, d), 1)), quot.const))
+
+    out = transform(e, visit)
+    return linear_to_expr(simplify_digits(linear_form(out)))
+
+
 def _rewrite(
     node: ComputeNode, loops: tuple[LoopVar, ...], red: tuple[LoopVar, ...], mapping: dict[str, Expr]
 ) -> ComputeNode:
+    ranges = {lv.name: lv.size for lv in (*loops, *red)}
+
     def simplify_index(e: Expr) -> Expr:
         # Indices are kept as linear forms over atoms with digits recombined, so a merged index
         # reads `192*m + c`, not `6720*(m // 35) + 192*(m % 35) + c`.
         if any(isinstance(n, Load) for n in walk(e)):
             return e
-        return linear_to_expr(simplify_digits(linear_form(e)))
+        return simplify(e, ranges)
 
     def rewrite_loads(e: Expr) -> Expr:
         e = substitute_vars(e, mapping)

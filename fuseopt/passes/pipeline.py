@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fuseopt.analysis.metrics import buffer_users, kernel_bytes, unfused_metrics
+from fuseopt.analysis.metrics import AccessTable
 from fuseopt.ir.graph import ComputeNode, Graph
 from fuseopt.ir.serialize import graph_sha256
 from fuseopt.passes.fusion import FusionResult, fuse
@@ -28,10 +28,15 @@ class Stage:
     plan: Plan
     fusion: FusionResult | None = field(default=None, compare=False, repr=False)
     source: Graph | None = field(default=None, compare=False, repr=False)  # the graph as loaded
+    # Per-node access counts: loop transformations keep them, so one table serves every pass.
+    access: AccessTable | None = field(default=None, compare=False, repr=False)
 
     @property
     def plan_source(self) -> Graph:
         return self.source if self.source is not None else self.graph
+
+    def table(self) -> AccessTable:
+        return self.access if self.access is not None else AccessTable(self.plan_source)
 
 
 Pass = Callable[[Stage, Options], Stage]
@@ -40,7 +45,7 @@ Pass = Callable[[Stage, Options], Stage]
 def fusion_pass(stage: Stage, opts: Options) -> Stage:
     """Fusion, with the loop-order pass as its reorder hook (unless --no-loop-order)."""
     result = fuse(stage.graph, opts, LoopOrder() if opts.loop_order else None)
-    return Stage(result.graph, build_plan(stage.graph, result, opts), result, stage.graph)
+    return dataclasses.replace(stage, graph=result.graph, plan=build_plan(stage, result, opts), fusion=result)
 
 
 def merge_pass(stage: Stage, opts: Options) -> Stage:
@@ -52,29 +57,27 @@ def merge_pass(stage: Stage, opts: Options) -> Stage:
     if not merges:
         return stage
     fusion = dataclasses.replace(stage.fusion, graph=graph, reorders=(*stage.fusion.reorders, *merges))
-    return Stage(graph, build_plan(stage.plan_source, fusion, opts), fusion, stage.plan_source)
+    return dataclasses.replace(stage, graph=graph, plan=build_plan(stage, fusion, opts), fusion=fusion)
 
 
 PIPELINE: tuple[tuple[str, Pass], ...] = (("fusion", fusion_pass), ("merge_loops", merge_pass))
 
 
-def build_plan(original: Graph, result: FusionResult, opts: Options) -> Plan:
+def build_plan(stage: Stage, result: FusionResult, opts: Options) -> Plan:
+    """The plan of a fusion result; hash and unfused metrics come from the stage's initial plan."""
     graph = result.graph
-    users = buffer_users(graph)
-    kernels = []
-    for i, members in enumerate(result.groups):
-        kernels.append(_kernel(graph, users, f"k{i}", members))
-    unfused_k, unfused_b = unfused_metrics(original)
+    table = stage.table()
+    kernels = tuple(_kernel(graph, table, f"k{i}", members) for i, members in enumerate(result.groups))
     metrics = {
         "kernels": len(kernels),
         "bytes": sum(k.bytes for k in kernels),
-        "unfused_kernels": unfused_k,
-        "unfused_bytes": unfused_b,
+        "unfused_kernels": stage.plan.metrics["unfused_kernels"],
+        "unfused_bytes": stage.plan.metrics["unfused_bytes"],
     }
     return Plan(
-        graph=original.name,
-        graph_sha256=graph_sha256(original),
-        kernels=tuple(kernels),
+        graph=stage.plan.graph,
+        graph_sha256=stage.plan.graph_sha256,
+        kernels=kernels,
         reorders=result.reorders,
         decisions=result.decisions,
         rejected=result.rejected,
@@ -83,7 +86,7 @@ def build_plan(original: Graph, result: FusionResult, opts: Options) -> Plan:
     )
 
 
-def _kernel(graph: Graph, users: dict[str, list[str]], name: str, members: tuple[str, ...]) -> Kernel:
+def _kernel(graph: Graph, table: AccessTable, name: str, members: tuple[str, ...]) -> Kernel:
     nodes = [graph.node(m) for m in members]
     compute = [n for n in nodes if isinstance(n, ComputeNode)]
     reductions = [n for n in compute if n.kind == "reduction"]
@@ -96,7 +99,22 @@ def _kernel(graph: Graph, users: dict[str, list[str]], name: str, members: tuple
         kind = "reduction" if reductions else "pointwise"
         loops = tuple((lv.name, lv.size) for lv in lead.loops)
         reduce = tuple((lv.name, lv.size) for lv in lead.reduce)
-    return Kernel(name, members, kind, loops, reduce, kernel_bytes(graph, users, members))
+    return Kernel(name, members, kind, loops, reduce, table.kernel_bytes(members))
+
+
+def initial_stage(graph: Graph) -> Stage:
+    """Every node its own kernel: the plan before any pass (and the unfused baseline)."""
+    table = AccessTable(graph)
+    kernels = tuple(_kernel(graph, table, f"k{i}", (n.name,)) for i, n in enumerate(graph.nodes))
+    total = sum(k.bytes for k in kernels)
+    metrics = {
+        "kernels": len(kernels),
+        "bytes": total,
+        "unfused_kernels": len(kernels),
+        "unfused_bytes": total,
+    }
+    plan = Plan(graph.name, graph_sha256(graph), kernels, metrics=metrics)
+    return Stage(graph, plan, None, graph, table)
 
 
 def optimize(
@@ -110,11 +128,13 @@ def optimize(
     from fuseopt.passes.verify import verify
 
     opts = opts or Options()
-    stage = Stage(graph, Plan(graph.name, graph_sha256(graph), ()))
+    stage = initial_stage(graph)
     for name, fn in PIPELINE:
         if passes is not None and name not in passes:
             continue
         stage = fn(stage, opts)
         if verify_each:
             verify(stage.graph, stage.plan)
+    if stage.plan.options != opts.to_json():
+        stage = dataclasses.replace(stage, plan=dataclasses.replace(stage.plan, options=opts.to_json()))
     return stage

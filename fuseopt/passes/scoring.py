@@ -18,7 +18,6 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from fuseopt.analysis.metrics import group_bytes
 from fuseopt.passes.fusion_state import FusionState, Group
 
 INDUCTOR_TERMS = ("template", "node_type", "memory", "buffer_overlap", "proximity")
@@ -75,11 +74,7 @@ def inductor_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:
 
 
 def stable_score(state: FusionState, g1: Group, g2: Group, memory: int, levels: dict[str, int]) -> Score:
-    saved = (
-        group_bytes(state, g1.members)
-        + group_bytes(state, g2.members)
-        - group_bytes(state, g1.members + g2.members)
-    )
+    saved = state.access.saved_bytes(g1.members, g2.members)
     node_type = int(g1.is_reduction == g2.is_reduction and memory > 0)
     l1 = [levels[m] for m in g1.members]
     l2 = [levels[m] for m in g2.members]
