@@ -29,6 +29,8 @@ class AccessTable:
         self.nodes: dict[str, NodeAccess] = {}
         self.users: dict[str, list[str]] = {}
         for n in graph.nodes:
+            reads: tuple[tuple[str, int], ...]
+            writes: tuple[tuple[str, int], ...]
             if isinstance(n, ComputeNode):
                 pts = n.numel * n.rnumel
                 reads = tuple((b, pts) for b in n.read_buffers())

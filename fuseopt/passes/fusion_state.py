@@ -175,7 +175,7 @@ class FusionState:
     def path_via(self, a: Group, b: Group) -> list[str]:
         """Kernels on a path between a and b (named by their first node, for the reason's detail)."""
         between = self._between(a, b)
-        names = []
+        names: list[str] = []
         while between and len(names) < 3:
             low = between & -between
             names.append(self.label(self.groups[low.bit_length() - 1]))

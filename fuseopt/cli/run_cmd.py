@@ -1,0 +1,182 @@
+"""`fuseopt run GRAPH`: run a graph on a backend and summarise each output buffer.
+
+The backend is a function looked up by name in `BACKENDS` (the reference interpreter by default);
+every backend gets the same input storages (`make_inputs(graph, seed)`), so summaries from two
+backends are comparable. `--save DIR` writes the outputs as .npy files, only once the run succeeded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import torch
+from rich.table import Table
+
+from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.main import cli
+from fuseopt.errors import FuseoptError
+from fuseopt.interp import logical_outputs, make_inputs, run_graph
+from fuseopt.io.load import load_graph
+from fuseopt.io.locate import locate_pointer
+from fuseopt.ir.graph import Graph
+
+RUN_FORMAT = "fuseopt-run/1"
+
+# graph, input storages -> the flat storage of (at least) every output buffer
+Backend = Callable[[Graph, Mapping[str, torch.Tensor]], Mapping[str, torch.Tensor]]
+
+
+def _reference(graph: Graph, inputs: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
+    return run_graph(graph, inputs)
+
+
+BACKENDS: dict[str, Backend] = {
+    "reference": _reference,
+}
+
+
+@cli.command("run")
+@click.argument("graph_file", metavar="GRAPH", type=click.Path(dir_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option(
+    "--save",
+    "save_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write each output buffer to DIR/<name>.npy (bfloat16 as float32) after a successful run.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--backend",
+    type=click.Choice(list(BACKENDS)),
+    default="reference",
+    show_default=True,
+    help="Who runs it.",
+)
+def run(graph_file: str, seed: int, save_dir: str | None, fmt: str, backend: str) -> None:
+    """Run GRAPH on random inputs and print shape, dtype, min/max/mean and a checksum of each output."""
+    graph = load_graph(graph_file)
+    inputs = make_inputs(graph, seed)
+    try:
+        storages = BACKENDS[backend](graph, inputs)
+    except FuseoptError as err:
+        raise _located(err, graph_file) from None
+    outputs = logical_outputs(graph, storages)
+    summaries = [summarize(name, t) for name, t in outputs.items()]
+    saved: list[str] = []
+    if save_dir is not None:
+        saved = save_outputs(Path(save_dir), outputs)
+    if fmt == "json":
+        doc = {
+            "format": RUN_FORMAT,
+            "graph": graph.name,
+            "backend": backend,
+            "seed": seed,
+            "outputs": summaries,
+            "saved": saved,
+        }
+        click.echo(dump_json(doc), nl=False)
+        return
+    _print_text(graph, backend, seed, summaries, saved)
+
+
+def _located(err: FuseoptError, graph_file: str) -> FuseoptError:
+    """The run-time error with the graph file and the line:col of the failing node."""
+    try:
+        text: str | None = Path(graph_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    diags = []
+    for d in err.diagnostics:
+        d = d.with_location(file=graph_file)
+        pos = locate_pointer(text, d.pointer) if text is not None and d.pointer and d.line is None else None
+        diags.append(d if pos is None else d.with_location(line=pos[0], column=pos[1]))
+    located = type(err).__new__(type(err))
+    located.__dict__.update(err.__dict__)
+    FuseoptError.__init__(located, diags)
+    return located
+
+
+def summarize(name: str, t: torch.Tensor) -> dict[str, Any]:
+    """Statistics of one logical output tensor (ints stay ints; non-finite floats as strings)."""
+    exact = not t.dtype.is_floating_point
+    wide = t.to(torch.int64) if exact else t.to(torch.float64)
+    empty = wide.numel() == 0
+    raw = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    return {
+        "name": name,
+        "shape": list(t.shape),
+        "stride": list(t.stride()),
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "min": None if empty else _number(wide.min().item()),
+        "max": None if empty else _number(wide.max().item()),
+        "mean": None if empty else _number(wide.to(torch.float64).mean().item()),
+        "sum": _number(wide.sum().item()),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
+
+
+def _number(v: float | int) -> float | int | str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # nan, inf, -inf: keep the JSON valid
+    return v
+
+
+def save_outputs(directory: Path, outputs: Mapping[str, torch.Tensor]) -> list[str]:
+    """Write DIR/<name>.npy per output; each file appears whole (written aside, then renamed)."""
+    arrays = {name: _to_numpy(t) for name, t in outputs.items()}
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    for name, arr in arrays.items():
+        path = directory / f"{name}.npy"
+        tmp = directory / f".{name}.npy.tmp"
+        with open(tmp, "wb") as f:
+            np.save(f, arr)
+        os.replace(tmp, path)
+        written.append(str(path))
+    return written
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    # numpy has no bfloat16; float32 holds every bfloat16 value exactly.
+    t = t.contiguous()
+    return (t.to(torch.float32) if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "-" if v is None else str(v)
+
+
+def _print_text(
+    graph: Graph, backend: str, seed: int, summaries: list[dict[str, Any]], saved: list[str]
+) -> None:
+    stdout.print(
+        f"graph [bold]{graph.name}[/]: {len(graph.nodes)} nodes, {len(summaries)} outputs "
+        f"(backend {backend}, seed {seed})"
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col, justify in (("buffer", "left"), ("shape", "left"), ("dtype", "left"), ("min", "right"),
+                         ("max", "right"), ("mean", "right"), ("sha256", "left")):  # fmt: skip
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for s in summaries:
+        table.add_row(
+            s["name"],
+            "x".join(str(d) for d in s["shape"]) or "scalar",
+            s["dtype"],
+            _fmt(s["min"]),
+            _fmt(s["max"]),
+            _fmt(s["mean"]),
+            s["sha256"][:16],
+        )
+    stdout.print(table)
+    for path in saved:
+        stdout.print(f"saved {path}")
