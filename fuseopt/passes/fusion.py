@@ -135,6 +135,7 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
         reorders = hook.finish(state, reorders)
         current = state.current_graph()
 
+    _extern_rejections(state, rec)
     groups = tuple(tuple(g.members) for g in state.ordered_groups())
     kernel_of = {m: i for i, g in enumerate(groups) for m in g}
     rejected = tuple(
@@ -144,6 +145,23 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
         )
     )
     return FusionResult(current, groups, tuple(rec.decisions), rejected, tuple(reorders), state)
+
+
+def _extern_rejections(state: FusionState, rec: _Recorder) -> None:
+    """Extern nodes are never candidates (Inductor's unfusable_node); name them next to each
+    producer and consumer anyway, so that every unfused neighbour has a reason."""
+    writer = state.graph.writer()
+    for n in state.graph.nodes:
+        for b in n.read_buffers():
+            w = writer.get(b)
+            if w is None:
+                continue
+            if "extern" in (state.node(w).kind, n.kind):
+                ext = w if state.node(w).kind == "extern" else n.name
+                v = Verdict.no(
+                    "extern", f"{ext} is an extern library call; extern nodes never fuse", nodes=(w, n.name)
+                )
+                rec.reject(state.group(w), state.group(n.name), v)
 
 
 def _candidate_lists(state: FusionState, opts: Options, levels: dict[str, int]) -> list[list[Group]]:

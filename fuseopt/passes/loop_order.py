@@ -261,3 +261,38 @@ def merge_loops(graph: Graph, kernels: tuple[tuple[str, ...], ...]) -> tuple[Gra
     if not replaced:
         return graph, records
     return graph.replace(nodes=tuple(replaced.get(n.name, n) for n in graph.nodes)), records
+
+
+def normalize_loops(graph: Graph) -> tuple[Graph, list[Reorder]]:
+    """Before fusion: order each node's loops by its store's strides, largest first.
+
+    The loop order in a graph file is incidental (what a compiler picked before fusion); with the
+    store contiguous in loop order, two graphs that differ only in those choices plan alike.
+    Loops of equal stride keep their order; a store that is not affine in the loops is left alone.
+    """
+    records: list[Reorder] = []
+    replaced: dict[str, ComputeNode] = {}
+    for n in graph.nodes:
+        if not isinstance(n, ComputeNode) or len(n.loops) < 2:
+            continue
+        strides = _strides(n.store, n.loops)
+        f = linear_form(n.store.index)
+        if any(not isinstance(atom, Var) for atom, _ in f.coeffs):
+            continue
+        order = tuple(sorted(range(len(n.loops)), key=lambda i: (-strides.get(n.loops[i].name, 0), i)))
+        if order == tuple(range(len(n.loops))):
+            continue
+        new = permute(n, order)
+        replaced[n.name] = new
+        records.append(
+            Reorder(
+                n.name,
+                order,
+                "normalize",
+                f"loops {_names(n.loops)} -> {_names(new.loops)} (store order)",
+                tuple((lv.name, lv.size) for lv in new.loops),
+            )
+        )
+    if not replaced:
+        return graph, records
+    return graph.replace(nodes=tuple(replaced.get(n.name, n) for n in graph.nodes)), records

@@ -68,12 +68,19 @@ def _mod(e: Expr, m: int) -> Expr:
 
 
 def linear_to_expr(f: Linear) -> Expr:
-    """Rebuild an index from its linear form: terms in order, then the constant."""
+    """Rebuild an index from its linear form: terms in order, then the constant (a - for negatives)."""
     out: Expr = _c(0)
     for atom, k in f.coeffs:
-        out = _add(out, _mul(k, atom))
-    if f.const or isinstance(out, Const):
-        out = _add(out, _c(f.const)) if not isinstance(out, Const) else _c(int(out.value) + f.const)
+        if k < 0 and not isinstance(out, Const):
+            out = Binary("sub", out, _mul(-k, atom), dtype=_I64)
+        else:
+            out = _add(out, _mul(k, atom))
+    if isinstance(out, Const):
+        return _c(int(out.value) + f.const)
+    if f.const > 0:
+        return _add(out, _c(f.const))
+    if f.const < 0:
+        return Binary("sub", out, _c(-f.const), dtype=_I64)
     return out
 
 
@@ -116,34 +123,56 @@ def refactor_map(old: Sequence[LoopVar], new: Sequence[LoopVar]) -> dict[str, Ex
     return out
 
 
-def _to_sympy(e: Expr, syms: dict[str, sympy.Symbol]) -> sympy.Expr:
-    if isinstance(e, Const):
-        return sympy.Integer(int(e.value))
-    if isinstance(e, Var):
-        return syms[e.name]
-    if isinstance(e, Binary):
-        a, b = _to_sympy(e.a, syms), _to_sympy(e.b, syms)
-        if e.op == "add":
-            return a + b
-        if e.op == "mul":
-            return a * b
-        if e.op == "floordiv":
-            return sympy.floor(a / b)
-        if e.op == "mod":
-            return a - b * sympy.floor(a / b)
-    raise ValueError(f"not a refactoring expression: {type(e).__name__}")
-
-
 def prove_refactor(old: Sequence[LoopVar], new: Sequence[LoopVar], mapping: dict[str, Expr]) -> None:
-    """sympy proof that old vars (in new vars) keep the row-major flat position: a bijection."""
-    syms = {lv.name: sympy.Symbol(lv.name, integer=True, nonnegative=True) for lv in (*old, *new)}
+    """Prove with sympy that `mapping` (old variables in new ones) is a bijection of the loop box.
+
+    Each new variable n is written in mixed-radix digits D = (n // a) % b, which must tile its
+    range exactly (then n = sum(D * a) over n's box: the mixed-radix identity). With every digit a
+    sympy symbol, the old row-major position sum(old_i * T_i) must expand to exactly the new one,
+    sum(n_j * S_j): a linear identity sympy checks. Equal positions on both sides of two row-major
+    factorizations of one box is a bijection.
+    """
+    digits: dict[tuple[str, int, int | None], sympy.Symbol] = {}
+
+    def digit(var: str, a: int, b: int | None) -> sympy.Expr:
+        key = (var, a, b)
+        if key not in digits:
+            digits[key] = sympy.Symbol(f"D_{var}_{a}_{b}", integer=True, nonnegative=True)
+        return digits[key]
+
+    def conv(e: Expr) -> sympy.Expr:
+        d = _as_digit(e)
+        if isinstance(e, Var):
+            return digit(e.name, 1, None)
+        if d is not None and isinstance(d[0], Var):
+            return digit(d[0].name, d[1], d[2])
+        if isinstance(e, Const):
+            return sympy.Integer(int(e.value))
+        if isinstance(e, Binary) and e.op in ("add", "sub", "mul"):
+            a, b = conv(e.a), conv(e.b)
+            return a + b if e.op == "add" else a - b if e.op == "sub" else a * b
+        raise CheckFailed(f"loop re-factoring: {type(e).__name__} is not a digit expression")
+
     so = _suffix_products([lv.size for lv in old])
     sn = _suffix_products([lv.size for lv in new])
-    flat_old = sum(
-        (_to_sympy(mapping[lv.name], syms) * so[i + 1] for i, lv in enumerate(old)), sympy.Integer(0)
-    )
-    flat_new = sum((syms[lv.name] * sn[j + 1] for j, lv in enumerate(new)), sympy.Integer(0))
-    if sympy.simplify(sympy.expand(flat_old - flat_new)) != 0:
+    flat_old = sum((conv(mapping[lv.name]) * so[i + 1] for i, lv in enumerate(old)), sympy.Integer(0))
+    flat_new: sympy.Expr = sympy.Integer(0)
+    for j, lv in enumerate(new):
+        used = sorted((a, b) for (v, a, b) in digits if v == lv.name)
+        value: sympy.Expr = sympy.Integer(0)
+        width = 1
+        for a, b in used:  # digits must tile [0, size): a == product of the digits below it
+            top = b is None or a * b >= lv.size
+            if a != width or (b is not None and a * b > lv.size):
+                raise CheckFailed(f"loop re-factoring: digits of {lv.name} do not tile its range")
+            value += digit(lv.name, a, b) * a
+            width = lv.size if top else a * b  # type: ignore[operator]
+        if lv.size > 1 and width != lv.size:
+            raise CheckFailed(f"loop re-factoring: digits of {lv.name} do not cover its range")
+        flat_new += value * sn[j + 1]
+    # A size-1 loop's digits are 0 everywhere in the box.
+    zero = {sym: 0 for (v, _, _), sym in digits.items() if any(lv.name == v and lv.size == 1 for lv in new)}
+    if sympy.expand((flat_old - flat_new).subs(zero)) != 0:
         raise CheckFailed(
             f"loop re-factoring {[lv.size for lv in old]} -> {[lv.size for lv in new]} is not a bijection"
         )
@@ -242,6 +271,15 @@ def simplify(e: Expr, ranges: Mapping[str, int]) -> Expr:
         if not (isinstance(n, Binary) and n.op in ("floordiv", "mod") and isinstance(n.b, Const)):
             return None
         d = int(n.b.value)
+        a = n.a
+        if isinstance(a, Binary) and a.op in ("mod", "floordiv") and isinstance(a.b, Const):
+            m = int(a.b.value)
+            if n.op == "floordiv" and a.op == "mod" and m % d == 0:  # (X % dk) // d == (X // d) % k
+                return _mod(_fdiv(a.a, d), m // d)
+            if n.op == "mod" and a.op == "mod" and m % d == 0:  # (X % dk) % d == X % d
+                return _mod(a.a, d)
+            if n.op == "floordiv" and a.op == "floordiv":  # (X // m) // d == X // (m*d)
+                return _fdiv(a.a, m * d)
         f = linear_form(n.a)
         quot = Linear(tuple((atom, k // d) for atom, k in f.coeffs if k % d == 0), f.const // d)
         rest = Linear(tuple((atom, k) for atom, k in f.coeffs if k % d), f.const % d)
@@ -261,8 +299,9 @@ def simplify(e: Expr, ranges: Mapping[str, int]) -> Expr:
             return linear_to_expr(quot)
         return linear_to_expr(Linear((*quot.coeffs, (_fdiv(inner, d), 1)), quot.const))
 
-    out = transform(e, visit)
-    return linear_to_expr(simplify_digits(linear_form(out)))
+    out = linear_to_expr(simplify_digits(linear_form(transform(e, visit))))
+    # Atoms come back from linear forms untyped; an index is int64 throughout.
+    return transform(out, lambda n: replace(n, dtype=_I64) if n.dtype is None else None)
 
 
 def _rewrite(
@@ -281,9 +320,35 @@ def _rewrite(
         e = substitute_vars(e, mapping)
         return _map_indices(e, simplify_index)
 
+    def rewrite_conditions(e: Expr) -> Expr:
+        # Integer operands of comparisons (mask conditions) read better simplified too.
+        def visit(n: Expr) -> Expr | None:
+            if isinstance(n, Binary) and n.op in ("lt", "le", "gt", "ge", "eq", "ne"):
+                sides = [
+                    simplify_index(x)
+                    if x.dtype == _I64 and not isinstance(x, Const) and _pure_index(x)
+                    else x
+                    for x in (n.a, n.b)
+                ]
+                return replace(n, a=sides[0], b=sides[1])
+            return None
+
+        return transform(e, visit)
+
     store = rewrite_loads(node.store)
     assert isinstance(store, Load)
-    return replace(node, loops=loops, reduce=red, store=store, value=rewrite_loads(node.value))
+    return replace(
+        node, loops=loops, reduce=red, store=store, value=rewrite_conditions(rewrite_loads(node.value))
+    )
+
+
+def _pure_index(e: Expr) -> bool:
+    """Integer arithmetic over loop variables only (no loads, no value ops)."""
+    return all(
+        isinstance(n, Var | Const)
+        or (isinstance(n, Binary) and n.op in ("add", "sub", "mul", "floordiv", "mod"))
+        for n in walk(e)
+    )
 
 
 def _map_indices(e: Expr, fn: Callable[[Expr], Expr]) -> Expr:
@@ -312,7 +377,8 @@ def mergeable_pairs(node: ComputeNode, split: int | None = None) -> list[int]:
 
 
 def _chains(node: ComputeNode, outer: LoopVar, inner: LoopVar) -> bool:
-    """stride_outer == stride_inner * size_inner in every access, and both used only linearly."""
+    """stride_outer == stride_inner * size_inner in every access (load and store index), with both
+    variables used linearly there."""
     accesses = [node.store, *[ld for ld in walk(node.value) if isinstance(ld, Load)]]
     names = {outer.name, inner.name}
     for ld in accesses:
@@ -328,21 +394,9 @@ def _chains(node: ComputeNode, outer: LoopVar, inner: LoopVar) -> bool:
                 return False
         if co != ci * inner.size:
             return False
-    # Uses outside load/store indices (conditions, index(), bare variables) would need // and %.
-    return all(n not in names for n in _non_index_var_uses(node.value))
-
-
-def _non_index_var_uses(e: Expr) -> list[str]:
-    out: list[str] = []
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Load):
-            continue  # its index is an access
-        if isinstance(n, Var):
-            out.append(n.name)
-        stack.extend(n.children())
-    return out
+    # Uses outside load/store indices (mask conditions, index(), bare variables) are rewritten with
+    # // and % of the merged variable, which keeps their meaning.
+    return True
 
 
 def merge_at(node: ComputeNode, k: int) -> ComputeNode:

@@ -15,7 +15,7 @@ from fuseopt.analysis.metrics import AccessTable
 from fuseopt.ir.graph import ComputeNode, Graph
 from fuseopt.ir.serialize import graph_sha256
 from fuseopt.passes.fusion import FusionResult, fuse
-from fuseopt.passes.loop_order import LoopOrder, merge_loops
+from fuseopt.passes.loop_order import LoopOrder, merge_loops, normalize_loops
 from fuseopt.passes.options import Options
 from fuseopt.plan import Kernel, Plan
 
@@ -42,9 +42,21 @@ class Stage:
 Pass = Callable[[Stage, Options], Stage]
 
 
+def normalize_pass(stage: Stage, opts: Options) -> Stage:
+    """Before fusion: each node's loops in its store's stride order (part of loop-order unification)."""
+    if not opts.loop_order:
+        return stage
+    graph, records = normalize_loops(stage.graph)
+    if not records:
+        return stage
+    plan = dataclasses.replace(stage.plan, reorders=(*stage.plan.reorders, *records))
+    return dataclasses.replace(stage, graph=graph, plan=plan)
+
+
 def fusion_pass(stage: Stage, opts: Options) -> Stage:
     """Fusion, with the loop-order pass as its reorder hook (unless --no-loop-order)."""
     result = fuse(stage.graph, opts, LoopOrder() if opts.loop_order else None)
+    result = dataclasses.replace(result, reorders=(*stage.plan.reorders, *result.reorders))
     return dataclasses.replace(stage, graph=result.graph, plan=build_plan(stage, result, opts), fusion=result)
 
 
@@ -60,7 +72,11 @@ def merge_pass(stage: Stage, opts: Options) -> Stage:
     return dataclasses.replace(stage, graph=graph, plan=build_plan(stage, fusion, opts), fusion=fusion)
 
 
-PIPELINE: tuple[tuple[str, Pass], ...] = (("fusion", fusion_pass), ("merge_loops", merge_pass))
+PIPELINE: tuple[tuple[str, Pass], ...] = (
+    ("normalize_loops", normalize_pass),
+    ("fusion", fusion_pass),
+    ("merge_loops", merge_pass),
+)
 
 
 def build_plan(stage: Stage, result: FusionResult, opts: Options) -> Plan:

@@ -1,0 +1,191 @@
+"""The fusion planner: legality with reasons, scoring modes, metrics, explain, verify."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from fuseopt.analysis.metrics import AccessTable
+from fuseopt.io.load import load_text
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.explain import explain
+from fuseopt.passes.options import Options
+from fuseopt.passes.pipeline import optimize
+from fuseopt.passes.verify import check
+from fuseopt.plan import Kernel, Plan
+from tests.planning import ROOT, load, plan
+
+
+def graph(nodes: str, buffers: str) -> Graph:
+    """A graph from YAML snippets; buffer lines that no node mentions are dropped."""
+    used = [line for line in buffers.splitlines() if re.search(rf"\b{line.split(':')[0].strip()}\[", nodes)]
+    text = "format: fuseopt-graph/1\nname: t\nbuffers:\n" + "\n".join(used) + f"\nnodes:\n{nodes}\n"
+    return load_text(text, "t.yaml")
+
+
+def test_apbt_matches_format_example() -> None:
+    """FORMAT.md's example: one kernel of 25165824 bytes; unfused 3 kernels, 58720256 bytes."""
+    st = plan(load(f"{ROOT}/samples/apbt.yaml"))
+    m = st.plan.metrics
+    assert (m["kernels"], m["bytes"], m["unfused_kernels"], m["unfused_bytes"]) == (1, 25165824, 3, 58720256)
+    off = plan(load(f"{ROOT}/samples/apbt.yaml"), loop_order=False).plan
+    assert off.metrics["kernels"] == 2
+    rej = {tuple(r.pair): r for r in off.rejected}
+    assert rej[("n1", "n2")].reason == "index_mismatch"
+    # The detail shows both indices.
+    assert "buf1[c0] over [2097152]" in rej[("n1", "n2")].detail
+    assert "buf1[c0 + 1024*c1] over [1024, 2048]" in rej[("n1", "n2")].detail
+
+
+BUFS = """  x: {shape: [8, 16], dtype: float32, role: input}
+  y: {shape: [8, 16], dtype: float32, role: input}
+  a: {shape: [8, 16], dtype: float32}
+  b: {shape: [8, 16], dtype: float32}
+  r: {shape: [8], dtype: float32}
+  s: {shape: [16], dtype: float32, role: output}
+  o: {shape: [8, 16], dtype: float32, role: output}
+  o2: {shape: [8, 16], dtype: float32, role: output}"""
+
+
+def test_vertical_horizontal_and_reduction_epilogue() -> None:
+    g = graph(
+        """  - {name: p, loops: [[i, 8], [j, 16]], store: 'a[16*i + j]', value: 'x[16*i + j] * 2'}
+  - {name: red, loops: [[i, 8]], reduce: [[k, 16]], store: 'r[i]', value: 'sum(a[16*i + k])'}
+  - {name: epi, loops: [[i, 8], [j, 16]], store: 'o[16*i + j]', value: 'a[16*i + j] - r[i]'}
+  - {name: sib, loops: [[i, 8], [j, 16]], store: 'o2[16*i + j]', value: 'tanh(x[16*i + j])'}
+  - {name: col, loops: [[j, 16]], reduce: [[i, 8]], store: 's[j]', value: 'sum(x[16*i + j])'}""",
+        BUFS.replace("  b: {shape: [8, 16], dtype: float32}\n", ""),
+    )
+    st = plan(g)
+    k = st.plan.kernel_of("p")
+    # p runs inside the reduction loop, epi after it (a second loop), sib shares x horizontally.
+    assert set(k.nodes) >= {"p", "red", "epi", "sib"}
+    kinds = {d.pair: d.kind for d in st.plan.decisions}
+    assert "reduction-inner" in kinds.values()
+    assert st.plan.kernel_of("col").name != k.name
+    reasons = {r.reason for r in st.plan.rejected if "col" in r.pair}
+    assert reasons and reasons <= {"no_shared_data", "size_mismatch", "reduction_mismatch", "index_mismatch"}
+
+
+def test_reduction_mismatch_reason() -> None:
+    g = graph(
+        """  - {name: r1, loops: [[i, 8]], reduce: [[k, 16]], store: 'r[i]', value: 'sum(x[16*i + k])'}
+  - {name: r2, loops: [[j, 16]], reduce: [[i, 8]], store: 's[j]', value: 'max(x[16*i + j])'}""",
+        BUFS.replace("  r: {shape: [8], dtype: float32}", "  r: {shape: [8], dtype: float32, role: output}"),
+    )
+    st = plan(g)
+    assert st.plan.metrics["kernels"] == 2  # x.sum(1) and x.max(0) stay separate (issue: don't over-fuse)
+    (rej,) = [r for r in st.plan.rejected if set(r.pair) == {"r1", "r2"}]
+    assert rej.reason == "reduction_mismatch"
+    assert "(8, 16)" in rej.detail and "(16, 8)" in rej.detail
+
+
+def test_too_large_and_explain_suggests_size() -> None:
+    chain = "\n".join(
+        f"  - {{name: n{i}, loops: [[i, 8], [j, 16]], store: 'b{i}[16*i + j]', value: '{'x' if i == 0 else f'b{i - 1}'}[16*i + j] + 1'}}"
+        for i in range(4)
+    )
+    bufs = "  x: {shape: [8, 16], dtype: float32, role: input}\n" + "\n".join(
+        f"  b{i}: {{shape: [8, 16], dtype: float32{', role: output' if i == 3 else ''}}}" for i in range(4)
+    )
+    g = graph(chain, bufs)
+    st = optimize(g, Options(max_fusion_size=2))
+    assert st.plan.metrics["kernels"] == 2
+    assert all(len(k.nodes) <= 2 for k in st.plan.kernels)
+    a, b = st.plan.kernels[0].nodes[-1], st.plan.kernels[1].nodes[0]
+    ex = explain(st, a, b, Options(max_fusion_size=2))
+    assert not ex.fused and ex.reason == "too_large"
+    assert "--max-fusion-size to at least 4" in ex.suggestion
+    assert optimize(g).plan.metrics["kernels"] == 1
+
+
+def test_cycle_is_refused_with_the_path() -> None:
+    # na -> nm -> nc and na -> nc; nm (column sums) fuses with neither, so na + nc would be a cycle.
+    g = graph(
+        """  - {name: na, loops: [[i, 8], [j, 16]], store: 'a[16*i + j]', value: 'x[16*i + j] * 2'}
+  - {name: nm, loops: [[j, 16]], reduce: [[i, 8]], store: 's[j]', value: 'sum(a[16*i + j])'}
+  - {name: nc, loops: [[i, 8], [j, 16]], store: 'o[16*i + j]', value: 'a[16*i + j] + s[j]'}""",
+        BUFS.replace(
+            "  s: {shape: [16], dtype: float32, role: output}", "  s: {shape: [16], dtype: float32}"
+        ),
+    )
+    st = plan(g, loop_order=False)
+    assert st.plan.metrics["kernels"] == 3
+    ex = explain(st, "na", "nc", Options(loop_order=False))
+    assert not ex.fused and ex.reason == "would_create_cycle"
+    assert "nm" in ex.detail
+    assert explain(st, "na", "nm", Options(loop_order=False)).reason == "index_mismatch"
+
+
+def test_extern_never_fuses_and_template_epilogue() -> None:
+    st = plan(load(f"{ROOT}/samples/extern_mm.yaml"))
+    ext = [r for r in st.plan.rejected if r.reason == "extern"]
+    assert ext, "the extern mm and its epilogue must be a rejected pair with reason extern"
+    g = load(f"{ROOT}/samples/jit_aot.yaml")
+    st = plan(g)
+    tmpl = [k for k in st.plan.kernels if k.kind == "template"]
+    assert len(tmpl) == 1 and tmpl[0].nodes == ("buf3",)
+
+
+def test_inductor_score_terms_and_proximity() -> None:
+    st = plan(load(f"{ROOT}/samples/jit_aot.yaml"), scoring="inductor", max_fusion_size=2)
+    first = st.plan.decisions[0]
+    assert list(first.score) == ["template", "node_type", "memory", "buffer_overlap", "proximity"]
+    # Three pointwise readers of x with equal memory scores: proximity decides (buf0, buf2 at -2).
+    assert first.pair == ("buf0", "buf2") and first.score["proximity"] == -2
+
+
+def test_same_input_gives_byte_identical_json() -> None:
+    g = load(f"{ROOT}/samples/three_layouts_mean.yaml")
+    a = json.dumps(optimize(g).plan.to_json())
+    b = json.dumps(optimize(load(f"{ROOT}/samples/three_layouts_mean.yaml")).plan.to_json())
+    assert a == b
+
+
+def test_verify_catches_broken_plans() -> None:
+    g = load(f"{ROOT}/samples/apbt.yaml")
+    st = optimize(g, Options(loop_order=False))
+    good = st.plan
+    assert check(st.graph, good) == []
+    # n1 and n2 index buf1 differently: putting them in one kernel must be caught.
+    bad_kernels = (Kernel("k0", ("n0", "n1", "n2"), "pointwise", (), (), 0),)
+    problems = check(st.graph, Plan(good.graph, good.graph_sha256, bad_kernels))
+    assert any("buf1" in p for p in problems)
+    # A node missing, and a node in two kernels.
+    assert any(
+        "no kernel" in p
+        for p in check(st.graph, Plan("g", "", (Kernel("k0", ("n0",), "pointwise", (), (), 0),)))
+    )
+    dup = (
+        Kernel("k0", ("n0", "n1"), "pointwise", (), (), 0),
+        Kernel("k1", ("n1", "n2"), "pointwise", (), (), 0),
+    )
+    assert any("two" in p or "kernels k0 and k1" in p for p in check(st.graph, Plan("g", "", dup)))
+    # Consumers before producers: the kernel graph is not in a valid order.
+    rev = (
+        Kernel("k0", ("n2",), "pointwise", (), (), 0),
+        Kernel("k1", ("n0",), "pointwise", (), (), 0),
+        Kernel("k2", ("n1",), "pointwise", (), (), 0),
+    )
+    assert any("cycle" in p for p in check(st.graph, Plan("g", "", rev)))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_saved_bytes_equals_kernel_bytes_difference(seed: int) -> None:
+    import random
+
+    from benchmarks.graphgen import make_graph
+
+    g = load_text(json.dumps(make_graph(120, seed=seed, rows=4, cols=8)), "g.json")
+    table = AccessTable(g)
+    names = [n.name for n in g.nodes]
+    rng = random.Random(seed)
+    for _ in range(300):
+        a = rng.sample(names, rng.randint(1, 6))
+        b = [x for x in rng.sample(names, rng.randint(1, 6)) if x not in a]
+        if b:
+            assert table.saved_bytes(a, b) == table.kernel_bytes(a) + table.kernel_bytes(
+                b
+            ) - table.kernel_bytes(a + b)
