@@ -6,6 +6,7 @@ This is the one mutable structure of the planner; it lives only inside one call 
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,6 +101,9 @@ class FusionState:
             for p in self.groups[i].pred:
                 m |= (1 << p) | self.anc[p]
             self.anc[i] = m
+        # Versions are unique stamps (never reused), so a verdict cached for one version is valid
+        # exactly when the group is in that state again (a rolled-back transformation restores it).
+        self._stamps = itertools.count(1)
         self.version: dict[int, int] = dict.fromkeys(self.groups, 0)
         self.verdicts: dict[tuple[int, int, int, int], Any] = {}
         self.single_use_cache: dict[tuple[int, int], dict[tuple[str, int], int]] = {}
@@ -211,7 +215,7 @@ class FusionState:
 
         self._bytes.pop(a.gid, None)
         self._bytes.pop(b.gid, None)
-        self.version[a.gid] += 1
+        self.version[a.gid] = next(self._stamps)
         del self.version[b.gid]
         a.members = sorted(a.members + b.members, key=self.program_index.__getitem__)
         for m in b.members:
@@ -252,8 +256,11 @@ class FusionState:
         # Only ORs are applied to these groups, so their order does not matter.
         return set(self.node_group[idx].tolist())
 
-    def install(self, nodes: Sequence[ComputeNode]) -> None:
-        """Swap in loop-transformed versions of nodes (all of one group) and recompute its deps."""
+    def install(self, nodes: Sequence[ComputeNode], version: int | None = None) -> None:
+        """Swap in loop-transformed versions of nodes (all of one group) and recompute its deps.
+
+        `version` restores a group's earlier stamp when undoing a transformation, so pairs queued
+        for the group in that state stay current."""
         g = self.group(nodes[0].name)
         assert all(self.group_of[n.name] == g.gid for n in nodes)
         for node in nodes:
@@ -262,7 +269,7 @@ class FusionState:
             else:
                 self.overrides[node.name] = node
             self.deps[node.name] = node_deps(node)
-        self.version[g.gid] += 1
+        self.version[g.gid] = next(self._stamps) if version is None else version
         self._bytes.pop(g.gid, None)
         writes = {d: None for m in g.members for d in self.deps[m].writes}
         g.writes = writes

@@ -230,8 +230,7 @@ def _library_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
         )
     if g1.kind != "template":
         return None
-    tmpl = state.graph.node(g1.members[0])
-    assert isinstance(tmpl, LibraryNode)
+    tmpl = next(n for m in g1.members if isinstance(n := state.node(m), LibraryNode))
     if not tmpl.epilogue_fusion:
         return Verdict.no(
             "extern", f"template {tmpl.name} does not allow epilogue fusion (epilogue_fusion: false)"

@@ -69,6 +69,7 @@ class LoopOrder:
             if len(sizes) != 1:
                 continue
             lead = next((n for n in members if (set(n.read_buffers()) | {n.output}) & common), members[0])
+            saved = state.version[mine.gid]
             for new, kind, detail in _candidates(state, lead, other, sorted(common)):
                 after = tuple(_same_transform(lead, new, n) for n in members)
                 if any(a is None for a in after):
@@ -85,7 +86,7 @@ class LoopOrder:
                     )
                     self.applied.append(_Applied(tuple(members), done, frozenset(mine.members), recs))
                     return v, list(recs)
-                state.install(members)
+                state.install(members, version=saved)
         return None
 
     def finish(self, state: FusionState, reorders: list[Reorder]) -> list[Reorder]:

@@ -1,0 +1,107 @@
+"""`fuseopt check-determinism GRAPH`: same plan under valid permutations and in fresh processes?"""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from fuseopt.aot.determinism import (
+    LABELS,
+    DeterminismReport,
+    check_permutations,
+    check_processes,
+    codegen_available,
+)
+from fuseopt.aot.render import print_comparison, progress
+from fuseopt.cli.console import dump_json, stderr, stdout
+from fuseopt.cli.main import cli
+from fuseopt.cli.options import options_from, planning_options
+from fuseopt.errors import EXIT_CHECK_FAILED
+from fuseopt.io.load import load_graph
+
+
+def _print(report: DeterminismReport, permutations: int, processes: int, codegen: bool) -> None:
+    ok = sum(v.ok for v in report.variants)
+    stdout.print(
+        f"[bold]{escape(report.graph)}[/]: {permutations} permutations (seed {report.seed}) and "
+        f"{processes} fresh processes; scoring={report.options.get('scoring')}; "
+        f"kernel source {'compared' if codegen else 'not compared (no code generation in this build)'}"
+    )
+    if report.ok:
+        stdout.print(f"[green]deterministic[/]: all {ok} variants give the reference plan")
+        return
+    stdout.print(
+        f"[bold red]not deterministic[/]: {len(report.variants) - ok} of {len(report.variants)} variants differ"
+    )
+    t = Table(title="variants that differ", title_justify="left")
+    for col in ("variant", "difference"):
+        t.add_column(col, overflow="fold")
+    for v in report.variants:
+        if not v.ok:
+            t.add_row(v.label, escape(v.summary))
+    stdout.print(t)
+    first = report.first_failure
+    assert first is not None
+    stdout.print(f"first difference: [bold]{first.label}[/]")
+    if first.node_order:
+        stdout.print(f"  node order: {escape(' '.join(first.node_order))}")
+        stdout.print(f"  buffer order: {escape(' '.join(first.buffer_order))}")
+    if first.comparison is not None:
+        print_comparison(stdout, first.comparison, LABELS)
+    else:
+        stdout.print(f"  {escape(first.difference)}")
+
+
+@cli.command("check-determinism")
+@click.argument("graph", type=click.Path(dir_okay=False))
+@click.option(
+    "--permutations",
+    type=click.IntRange(0, 100_000),
+    default=20,
+    show_default=True,
+    help="Random valid orders of the node list (topological) and of the buffer list to plan.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutations.")
+@click.option(
+    "--processes",
+    type=click.IntRange(0, 64),
+    default=3,
+    show_default=True,
+    help="Fresh `python -m fuseopt optimize` processes, PYTHONHASHSEED=0,1,...; plans must be byte-identical.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@planning_options
+def check_determinism(
+    graph: str,
+    permutations: int,
+    seed: int,
+    processes: int,
+    fmt: str,
+    scoring: str,
+    max_fusion_size: int,
+    no_loop_order: bool,
+) -> None:
+    """Plan GRAPH under random valid permutations and in fresh processes; exit 1 on any difference.
+
+    Permutations keep program order valid and compare kernels (as node sets) and decisions (with
+    their scores); a difference names the decision that changed and the score term that flipped.
+    """
+    g = load_graph(graph)
+    opts = options_from(scoring, max_fusion_size, no_loop_order)
+    with progress(stderr) as bar:
+        task = bar.add_task("planning", total=permutations + processes)
+
+        def tick() -> None:
+            bar.advance(task)
+
+        reference, variants = check_permutations(g, opts, permutations, seed, tick)
+        # dump_json is what `optimize --format json` prints: the processes must print the same text.
+        variants += check_processes(graph, opts, dump_json(reference.to_json()), range(processes), tick)
+    report = DeterminismReport(g.name, opts.to_json(), seed, reference, tuple(variants))
+    if fmt == "json":
+        click.echo(dump_json(report.to_json()), nl=False)
+    else:
+        _print(report, permutations, processes, codegen_available())
+    if not report.ok:
+        raise SystemExit(EXIT_CHECK_FAILED)

@@ -1,0 +1,133 @@
+"""`fuseopt diff-jit-aot`: would AOT compilation's second scheduler pass fuse like its first?"""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+
+from fuseopt.aot.diff import LABELS, DiffReport, diff_finalized, diff_graphs, diff_plans
+from fuseopt.aot.finalize import FINALIZE_MODES
+from fuseopt.aot.planfile import load_plan
+from fuseopt.aot.render import print_comparison
+from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.main import cli
+from fuseopt.cli.options import options_from, planning_options
+from fuseopt.errors import EXIT_CHECK_FAILED, Diagnostic, InputError
+from fuseopt.io.load import load_graph
+
+SHOW_TEMPLATES = 8
+
+
+def _renames(pairs: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for i, p in enumerate(pairs):
+        old, sep, new = p.partition("=")
+        if not sep or not old or not new:
+            raise InputError(
+                [Diagnostic(f"--rename expects OLD=NEW, got {p!r}", f"/rename/{i}", "<command line>")]
+            )
+        out[old] = new
+    return out
+
+
+def _print(report: DiffReport) -> None:
+    if report.finalized is not None:
+        fin = report.finalized
+        stdout.print(
+            f"[bold]{escape(report.jit.graph)}[/]: pass 1 (jit) plans the graph as given; pass 2 (aot) "
+            f"plans it with {len(fin.templates)} template(s) finalized [bold]{fin.mode}[/] "
+            f"(scoring={report.options.get('scoring')}, max_fusion_size={report.options.get('max_fusion_size')})"
+        )
+        shown = fin.templates[:SHOW_TEMPLATES]
+        for t in shown:
+            moved = ""
+            if t in fin.node_renames:
+                moved = f", renamed {fin.node_renames[t]} and moved to the end of the node and buffer lists"
+            stdout.print(f"  finalized {escape(t)} -> choice {escape(fin.choices[t])}{escape(moved)}")
+        if len(fin.templates) > len(shown):
+            stdout.print(f"  ... and {len(fin.templates) - len(shown)} more (--format json lists them all)")
+    else:
+        what = "plans" if report.mode == "plans" else "graphs"
+        stdout.print(f"comparing the jit and aot {what} of [bold]{escape(report.jit.graph)}[/]")
+        for old, new in report.node_renames.items():
+            stdout.print(f"  node {escape(old)} (jit) is {escape(new)} (aot)")
+    stdout.print(
+        f"  jit: {len(report.jit.kernels)} kernels, {len(report.jit.decisions)} decisions; "
+        f"aot: {len(report.aot.kernels)} kernels, {len(report.aot.decisions)} decisions"
+    )
+    print_comparison(
+        stdout, report.comparison, LABELS, b_note=" (pass 2 asks for them; pass 1 never compiled them)"
+    )
+
+
+@cli.command("diff-jit-aot")
+@click.argument("graphs", nargs=-1, type=click.Path(dir_okay=False), metavar="[GRAPH | JIT_GRAPH AOT_GRAPH]")
+@click.option(
+    "--plans",
+    "plans",
+    nargs=2,
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="PLAN_A PLAN_B",
+    help="Compare two plan.json files (PLAN_A from the JIT pass, PLAN_B from the AOT pass).",
+)
+@click.option(
+    "--finalize",
+    type=click.Choice(FINALIZE_MODES),
+    default="append",
+    show_default=True,
+    help="With one GRAPH: append = Inductor before the fix (moved to the end, renamed <name>_final); "
+    "in-place = after the fix (position and name kept).",
+)
+@click.option(
+    "--rename",
+    "rename",
+    multiple=True,
+    metavar="OLD=NEW",
+    help="A node named OLD in the JIT graph/plan is NEW in the AOT one (repeatable; extern/template "
+    "nodes with the same op and inputs are matched automatically).",
+)
+@click.option("--strict-names", is_flag=True, help="Count kernels that differ only in name as a divergence.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@planning_options
+def diff_jit_aot(
+    graphs: tuple[str, ...],
+    plans: tuple[str, str] | None,
+    finalize: str,
+    rename: tuple[str, ...],
+    strict_names: bool,
+    fmt: str,
+    scoring: str,
+    max_fusion_size: int,
+    no_loop_order: bool,
+) -> None:
+    """Plan GRAPH twice, as AOT compilation does, and compare the two plans.
+
+    With one GRAPH: pass 1 plans it as given; every template is then finalized to its best choice
+    (--finalize) and pass 2 plans the result. With JIT_GRAPH AOT_GRAPH: plan two dumps of a real
+    compiler's passes. With --plans PLAN_A PLAN_B: compare two plan.json files. Reports the first
+    divergent decision, which score term flipped, and the kernels only one plan has.
+    Exit 0 identical, 1 divergent, 2 bad input.
+    """
+    renames = _renames(rename)
+    if plans is not None:
+        if graphs:
+            raise click.UsageError("give either GRAPH arguments or --plans PLAN_A PLAN_B, not both")
+        report = diff_plans(load_plan(plans[0]), load_plan(plans[1]), renames, strict_names=strict_names)
+    else:
+        opts = options_from(scoring, max_fusion_size, no_loop_order)
+        if len(graphs) == 1:
+            if renames:
+                raise click.UsageError("--rename applies to JIT_GRAPH AOT_GRAPH or --plans")
+            report = diff_finalized(load_graph(graphs[0]), opts, finalize, strict_names=strict_names)
+        elif len(graphs) == 2:
+            jit, aot = load_graph(graphs[0]), load_graph(graphs[1])
+            report = diff_graphs(jit, aot, opts, renames, strict_names=strict_names)
+        else:
+            raise click.UsageError("expected GRAPH, JIT_GRAPH AOT_GRAPH, or --plans PLAN_A PLAN_B")
+    if fmt == "json":
+        click.echo(dump_json(report.to_json()), nl=False)
+    else:
+        _print(report)
+    if not report.identical:
+        raise SystemExit(EXIT_CHECK_FAILED)
