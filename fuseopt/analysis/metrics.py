@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from fuseopt.ir.graph import ComputeNode, Graph
 
+Summary = tuple[dict[str, int], dict[str, int]]  # (points read, points written) per buffer
+
 
 @dataclass(frozen=True)
 class NodeAccess:
@@ -66,9 +68,16 @@ class AccessTable:
                 total += item * min(acc_pts, numel)
         return total
 
-    def saved_bytes(self, m1: Sequence[str], m2: Sequence[str]) -> int:
-        """kernel_bytes(m1) + kernel_bytes(m2) - kernel_bytes(m1 + m2), looking only at shared buffers."""
-        a1, a2 = self._summary(m1), self._summary(m2)
+    def saved_bytes(
+        self,
+        m1: Sequence[str],
+        m2: Sequence[str],
+        summaries: tuple[Summary, Summary] | None = None,
+    ) -> int:
+        """kernel_bytes(m1) + kernel_bytes(m2) - kernel_bytes(m1 + m2), looking only at shared buffers.
+
+        `summaries` are `summary(m1)`, `summary(m2)` when the caller keeps them."""
+        a1, a2 = summaries if summaries is not None else (self.summary(m1), self.summary(m2))
         shared = (a1[0].keys() | a1[1].keys()) & (a2[0].keys() | a2[1].keys())
         if not shared:
             return 0
@@ -84,7 +93,8 @@ class AccessTable:
             saved -= self._contrib(b, merged, union)
         return saved
 
-    def _summary(self, members: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
+    def summary(self, members: Sequence[str]) -> Summary:
+        """Points read and written per buffer by a set of nodes."""
         reads: dict[str, int] = {}
         writes: dict[str, int] = {}
         for name in members:
@@ -95,7 +105,7 @@ class AccessTable:
                 writes[b] = writes.get(b, 0) + pts
         return reads, writes
 
-    def _contrib(self, b: str, summary: tuple[dict[str, int], dict[str, int]], inside: set[str]) -> int:
+    def _contrib(self, b: str, summary: Summary, inside: set[str]) -> int:
         reads, writes = summary
         item, numel, is_output = self.sizes[b]
         if b in writes:

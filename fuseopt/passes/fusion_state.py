@@ -17,6 +17,8 @@ from fuseopt.analysis.deps import Dep, MemoryDep, NodeDeps, StarDep, node_deps
 from fuseopt.analysis.metrics import AccessTable
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, Node
 
+_MISSING = object()
+
 
 @dataclass
 class Group:
@@ -107,6 +109,7 @@ class FusionState:
         self.version: dict[int, int] = dict.fromkeys(self.groups, 0)
         self.verdicts: dict[tuple[int, int, int, int], Any] = {}
         self.single_use_cache: dict[tuple[int, int], dict[tuple[str, int], int]] = {}
+        self._memo: dict[tuple[str, int, int], Any] = {}
         self.access = AccessTable(graph)
         self.users = self.access.users
         self._bytes: dict[int, int] = {}
@@ -115,6 +118,17 @@ class FusionState:
     def node(self, name: str) -> Node:
         """The node as transformed so far (loop-order rewrites are kept as overrides)."""
         return self.overrides.get(name) or self.graph.node(name)
+
+    def memo(self, what: str, g: Group, fn: Callable[[Group], Any]) -> Any:
+        """A per-group derived value, recomputed only when the group changes (its version)."""
+        key = (what, g.gid, self.version[g.gid])
+        hit = self._memo.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = self._memo[key] = fn(g)
+        return hit
+
+    def all_deps(self, g: Group) -> dict[Dep, None]:
+        return self.memo("deps", g, lambda grp: {**grp.reads, **grp.writes})  # type: ignore[no-any-return]
 
     def group_bytes(self, g: Group) -> int:
         """num_bytes_accessed of a group (cached until the group changes)."""

@@ -66,8 +66,7 @@ def shared_memory_bytes(state: FusionState, g1: Group, g2: Group) -> int:
             if d.buffer in names1:
                 total += dep_bytes(_whole(d), state.graph)
         return total
-    deps1 = {**g1.reads, **g1.writes}
-    deps2 = {**g2.reads, **g2.writes}
+    deps1, deps2 = state.all_deps(g1), state.all_deps(g2)
     small, big = (deps1, deps2) if len(deps1) <= len(deps2) else (deps2, deps1)
     return sum(dep_bytes(d, state.graph) for d in small if d in big)
 

@@ -74,13 +74,22 @@ def inductor_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:
 
 
 def stable_score(state: FusionState, g1: Group, g2: Group, memory: int, levels: dict[str, int]) -> Score:
-    saved = state.access.saved_bytes(g1.members, g2.members)
+    summaries = (
+        state.memo("summary", g1, lambda g: state.access.summary(g.members)),
+        state.memo("summary", g2, lambda g: state.access.summary(g.members)),
+    )
+    saved = state.access.saved_bytes(g1.members, g2.members, summaries)
     node_type = int(g1.is_reduction == g2.is_reduction and memory > 0)
-    l1 = [levels[m] for m in g1.members]
-    l2 = [levels[m] for m in g2.members]
-    closeness = -max(abs(min(l1) - max(l2)), abs(min(l2) - max(l1)))
-    names = tuple(sorted((min(g1.members), min(g2.members))))
+    lo1, hi1 = state.memo("levels", g1, lambda g: _level_range(g, levels))
+    lo2, hi2 = state.memo("levels", g2, lambda g: _level_range(g, levels))
+    closeness = -max(abs(lo1 - hi2), abs(lo2 - hi1))
+    names = tuple(sorted((state.label(g1), state.label(g2))))
     return Score("stable", (_template_score(g1, g2, memory), saved, node_type, closeness), names)
+
+
+def _level_range(g: Group, levels: dict[str, int]) -> tuple[int, int]:
+    ls = [levels[m] for m in g.members]
+    return min(ls), max(ls)
 
 
 def stable_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:
