@@ -62,7 +62,9 @@ def main() -> None:
                     "load_s": round(load_s, 3),
                     "plan_s": round(best, 3),
                     "plan_traced_peak_mib": round(traced_peak / 2**20, 1),
-                    "process_max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                    "process_max_rss_mib": round(
+                        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+                    ),
                     "kernels": stage.plan.metrics["kernels"],
                     "bytes": stage.plan.metrics["bytes"],
                     "unfused_bytes": stage.plan.metrics["unfused_bytes"],
@@ -72,14 +74,22 @@ def main() -> None:
         "benchmark": "plan",
         "date": datetime.date.today().isoformat(),
         "scoring": args.scoring,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
         "load_average": os.getloadavg(),
         "results": rows,
     }
     text = json.dumps(result, indent=2)
     print(text)
     if args.save:
-        out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"plan-{result['date']}-{args.scoring}.json")
+        out = os.path.join(
+            os.path.dirname(os.path.abspath(__file__)),
+            "results",
+            f"plan-{result['date']}-{args.scoring}.json",
+        )
         os.makedirs(os.path.dirname(out), exist_ok=True)
         with open(out, "w", encoding="utf-8") as f:
             f.write(text + "\n")

@@ -1,0 +1,1 @@
+"""GPU benchmarking of generated kernels (`fuseopt bench`)."""

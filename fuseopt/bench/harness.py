@@ -1,0 +1,202 @@
+"""Timing generated kernels against the unfused plan, torch eager and torch.compile, in one run.
+
+Contract: every variant is checked against the reference interpreter (outputs poisoned with NaN
+first, so an element nobody writes fails) before it is timed; a variant that does not match is
+reported as failed and not timed. Times are `triton.testing.do_bench` medians. GB/s counts each
+input storage read once and each output written once; `pct_copy` relates it to the device's
+copy bandwidth measured in the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from fuseopt.errors import CheckFailed
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.options import Options
+from fuseopt.passes.pipeline import initial_stage, optimize
+
+Program = Callable[[Mapping[str, torch.Tensor]], dict[str, torch.Tensor]]
+
+
+@dataclasses.dataclass
+class VariantResult:
+    name: str
+    ok: bool
+    ms: float | None = None
+    gbps: float | None = None
+    pct_copy: float | None = None
+    kernels: int | None = None
+    peak_mib: float | None = None
+    error: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def io_bytes(graph: Graph) -> int:
+    """Each input storage read once, each output written once."""
+    return sum(b.storage_size * b.dtype.itemsize for b in graph.buffers if b.role in ("input", "output"))
+
+
+def copy_bandwidth_gbps(device: torch.device, do_bench: Callable[..., float], nbytes: int = 1 << 30) -> float:
+    """Device-to-device copy bandwidth (bytes read + bytes written) / time."""
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    def copy() -> None:
+        dst.copy_(src)
+
+    ms = do_bench(copy)
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+def _views(graph: Graph, storages: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    from fuseopt.interp import logical_view
+
+    return {b.name: logical_view(graph, b.name, storages[b.name]) for b in graph.inputs}
+
+
+def _check_storages(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[str, torch.Tensor]) -> None:
+    from fuseopt.runtime.compare import compare_buffer
+
+    problems = []
+    for b in graph.outputs:
+        if b.name not in got:
+            problems.append(f"{b.name}: not returned")
+            continue
+        m = compare_buffer(b, got[b.name].cpu(), want[b.name])
+        if m is not None:
+            problems.append(m.message())
+    if problems:
+        raise CheckFailed("; ".join(problems))
+
+
+def _check_logical(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[str, torch.Tensor]) -> None:
+    from fuseopt.interp import logical_view
+
+    for b in graph.outputs:
+        expected = logical_view(graph, b.name, want[b.name])
+        actual = got[b.name].detach().cpu().to(expected.dtype).reshape(expected.shape)
+        torch.testing.assert_close(actual, expected, msg=lambda m, n=b.name: f"{n}: {m}")
+
+
+def bench_graph(
+    graph: Graph,
+    program: Program | None = None,
+    *,
+    options: Options | None = None,
+    device: str | torch.device = "cuda",
+    interpret: bool = False,
+    warmup: int = 25,
+    rep: int = 100,
+    seed: int = 0,
+    copy_gbps: float | None = None,
+    with_compile: bool = True,
+) -> dict[str, Any]:
+    """Check, then time, every variant of one graph. With `interpret`, correctness only (CPU)."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.interp import make_inputs, run_graph
+    from fuseopt.runtime.module import load_module, run_module
+
+    dev = torch.device("cpu" if interpret else device)
+    do_bench = None if interpret else _do_bench(warmup, rep)
+    stage = optimize(graph, options or Options())
+    unfused = initial_stage(graph)
+    inputs = make_inputs(graph, seed=seed)
+    expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()})
+    dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
+    nbytes = io_bytes(graph)
+    results: list[VariantResult] = []
+
+    def timed(name: str, fn: Callable[[], object], check: Callable[[], None], kernels: int | None) -> None:
+        res = VariantResult(name, ok=False, kernels=kernels)
+        try:
+            check()
+            res.ok = True
+            if do_bench is not None:
+                torch.cuda.reset_peak_memory_stats(dev)
+                base = torch.cuda.memory_allocated(dev)
+                res.ms = do_bench(fn)
+                res.peak_mib = round((torch.cuda.max_memory_allocated(dev) - base) / 2**20, 1)
+                res.gbps = nbytes / (res.ms * 1e-3) / 1e9
+                if copy_gbps:
+                    res.pct_copy = 100.0 * res.gbps / copy_gbps
+        except Exception as exc:  # a failing variant is reported, not fatal for the others
+            res.ok = False
+            res.error = f"{type(exc).__name__}: {exc}"[:2000]
+        results.append(res)
+
+    for name, st in (("fuseopt", stage), ("unfused", unfused)):
+        try:
+            module = load_module(emit_module(st.graph, st.plan))
+        except Exception as exc:
+            results.append(
+                VariantResult(
+                    name, ok=False, kernels=len(st.plan.kernels), error=f"{type(exc).__name__}: {exc}"
+                )
+            )
+            continue
+
+        def check(m: Any = module) -> None:
+            got = run_module(m, {k: v.clone() for k, v in dev_inputs.items()}, poison=True)
+            _check_storages(graph, got, expected)
+
+        def call(m: Any = module) -> object:
+            return m.call(dev_inputs)
+
+        timed(name, call, check, len(st.plan.kernels))
+
+    if program is not None:
+        views = _views(graph, dev_inputs)
+
+        def check_eager() -> None:
+            _check_logical(graph, program(views), expected)
+
+        timed("eager", lambda: program(views), check_eager, None)
+        if with_compile and not interpret:
+            compiled = torch.compile(program)
+
+            def check_compiled() -> None:
+                _check_logical(graph, compiled(views), expected)
+
+            timed("torch.compile", lambda: compiled(views), check_compiled, None)
+
+    by = {r.name: r for r in results}
+    speedups: dict[str, float] = {}
+    f = by.get("fuseopt")
+    if f is not None and f.ms:
+        for other in ("unfused", "eager", "torch.compile"):
+            o = by.get(other)
+            if o is not None and o.ms:
+                speedups[f"vs_{other.replace('.', '_')}"] = o.ms / f.ms
+    return {
+        "graph": graph.name,
+        "io_bytes": nbytes,
+        "kernels": {"fuseopt": len(stage.plan.kernels), "unfused": len(unfused.plan.kernels)},
+        "plan_bytes": stage.plan.metrics["bytes"],
+        "variants": [r.to_json() for r in results],
+        "speedups": speedups,
+        "ok": all(r.ok for r in results),
+    }
+
+
+def _do_bench(warmup: int, rep: int) -> Callable[[Callable[[], object]], float]:
+    import triton.testing
+
+    def run(fn: Callable[[], object]) -> float:
+        ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+        return float(ms)
+
+    return run
+
+
+def geomean(values: list[float]) -> float | None:
+    vals = [v for v in values if v and v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))

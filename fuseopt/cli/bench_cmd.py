@@ -1,0 +1,115 @@
+"""`fuseopt bench GRAPH...`: check, then time, the generated kernels on a GPU (or check on the CPU)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+from rich.table import Table
+
+from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.main import cli
+from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.output import write_outputs
+from fuseopt.errors import EXIT_CHECK_FAILED, NoGPUError
+
+
+@cli.command("bench")
+@click.argument("graphs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--interpret",
+    is_flag=True,
+    help="No GPU: run the same checks on the CPU (TRITON_INTERPRET=1), no timing.",
+)
+@click.option("--warmup", type=int, default=25, show_default=True, help="do_bench warm-up, ms.")
+@click.option("--rep", type=int, default=100, show_default=True, help="do_bench repetitions, ms.")
+@click.option(
+    "--json", "json_file", type=click.Path(dir_okay=False), help="Also write the results as JSON here."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@planning_options
+def bench_cmd(
+    graphs: tuple[str, ...],
+    interpret: bool,
+    warmup: int,
+    rep: int,
+    json_file: str | None,
+    fmt: str,
+    scoring: str,
+    max_fusion_size: int,
+    no_loop_order: bool,
+) -> None:
+    """Compile the plan's kernels, check them against the reference, and time them side by side
+    with the unfused plan, torch eager and torch.compile (when the graph records its source).
+
+    Exit 0 when every variant matched the reference, 1 when one did not, 3 without a GPU (use
+    --interpret to check on the CPU).
+    """
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+
+    if not interpret and not torch.cuda.is_available():
+        raise NoGPUError(
+            "fuseopt bench needs a CUDA GPU; none is available (use --interpret for a CPU check)"
+        )
+    from rich.progress import Progress
+
+    from fuseopt.bench.harness import _do_bench, bench_graph, copy_bandwidth_gbps
+    from fuseopt.bench.source import program_from_meta
+    from fuseopt.io.load import load_graph
+
+    opts = options_from(scoring, max_fusion_size, no_loop_order)
+    loaded = [(path, load_graph(path)) for path in graphs]
+    copy = None if interpret else copy_bandwidth_gbps(torch.device("cuda"), _do_bench(warmup, rep))
+    results = []
+    with Progress(console=stdout, transient=True) as progress:
+        task = progress.add_task("bench", total=len(loaded))
+        for path, g in loaded:
+            program = program_from_meta(g, path)
+            results.append(
+                bench_graph(
+                    g, program, options=opts, interpret=interpret, warmup=warmup, rep=rep, copy_gbps=copy
+                )
+            )
+            progress.advance(task)
+    report = {
+        "format": "fuseopt-bench/1",
+        "device": "cpu (interpret)" if interpret else torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "copy_gbps": copy,
+        "results": results,
+    }
+    if json_file:
+        path = os.path.abspath(json_file)
+        write_outputs(os.path.dirname(path), {os.path.basename(path): dump_json(report)})
+    if fmt == "json":
+        click.echo(dump_json(report), nl=False)
+    else:
+        _print(report)
+    if not all(r["ok"] for r in results):
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def _print(report: dict) -> None:  # type: ignore[type-arg]
+    t = Table(
+        title=f"fuseopt bench on {report['device']}"
+        + (f" (copy {report['copy_gbps']:.0f} GB/s)" if report["copy_gbps"] else "")
+    )
+    for col in ("graph", "variant", "ok", "kernels", "ms", "GB/s", "% copy", "note"):
+        t.add_column(col)
+    for r in report["results"]:
+        for v in r["variants"]:
+            t.add_row(
+                r["graph"],
+                v["name"],
+                "yes" if v["ok"] else "[red]NO[/]",
+                "" if v["kernels"] is None else str(v["kernels"]),
+                "" if v["ms"] is None else f"{v['ms']:.4f}",
+                "" if v["gbps"] is None else f"{v['gbps']:.0f}",
+                "" if v["pct_copy"] is None else f"{v['pct_copy']:.0f}%",
+                v["error"][:80],
+            )
+        for k, s in r["speedups"].items():
+            t.add_row(r["graph"], f"speed-up {k}", "", "", f"{s:.2f}x", "", "", "")
+    stdout.print(t)
