@@ -82,7 +82,10 @@ def _check_logical(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[
     for b in graph.outputs:
         expected = logical_view(graph, b.name, want[b.name])
         actual = got[b.name].detach().cpu().to(expected.dtype).reshape(expected.shape)
-        torch.testing.assert_close(actual, expected, msg=lambda m, n=b.name: f"{n}: {m}")
+        try:
+            torch.testing.assert_close(actual, expected)
+        except AssertionError as exc:
+            raise CheckFailed(f"{b.name}: {exc}") from None
 
 
 def bench_graph(
