@@ -8,13 +8,13 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch_programs import inputs_from, make_graph
 
 from fuseopt.errors import InputError
 from fuseopt.interp import InterpError, logical_outputs, logical_view, make_inputs, run_graph
 from fuseopt.interp.inputs import DEFAULT_INT_RANGE, index_value_ranges
 from fuseopt.interp.run import chunks
 from fuseopt.ir.graph import Graph
+from tests.torch_programs import inputs_from, make_graph
 
 Tensor = torch.Tensor
 
@@ -359,22 +359,38 @@ def test_mm_bmm_addmm_on_strided_views() -> None:
     assert v["mm"].stride() == (1, 8)
 
 
-def test_mm_with_the_wrong_output_shape_names_the_node() -> None:
-    g = make_graph(
-        {"a": _io([4, 3]), "b": _io([3, 2]), "out": _io([4, 3], role="output")},
-        [{"name": "matmul", "kind": "extern", "op": "mm", "inputs": ["a", "b"], "output": "out"}],
+def _unchecked_mm(a: list[int], b: list[int], out: list[int]) -> Graph:
+    """An mm graph built directly, past the loader's shape checks (the interpreter checks too)."""
+    from fuseopt.ir.dtypes import DType
+    from fuseopt.ir.graph import BufferInfo, LibraryNode
+
+    def buf(name: str, shape: list[int], role: str) -> BufferInfo:
+        stride = [shape[1], 1] if len(shape) == 2 else [1]
+        return BufferInfo(name, tuple(shape), tuple(stride), 0, DType.float32, role)
+
+    return Graph(
+        "mm",
+        (buf("a", a, "input"), buf("b", b, "input"), buf("out", out, "output")),
+        (LibraryNode("matmul", "extern", "mm", ("a", "b"), "out"),),
     )
+
+
+def test_mm_shapes_are_checked_at_load_time() -> None:
+    with pytest.raises(InputError, match="nodes/0"):
+        make_graph(
+            {"a": _io([4, 3]), "b": _io([3, 2]), "out": _io([4, 3], role="output")},
+            [{"name": "matmul", "kind": "extern", "op": "mm", "inputs": ["a", "b"], "output": "out"}],
+        )
+
+
+def test_mm_with_the_wrong_output_shape_names_the_node() -> None:
     with pytest.raises(InterpError, match="matmul.*shape"):
-        run_graph(g)
+        run_graph(_unchecked_mm([4, 3], [3, 2], [4, 3]))
 
 
 def test_mm_with_mismatched_inner_dims_names_the_node() -> None:
-    g = make_graph(
-        {"a": _io([4, 3]), "b": _io([4, 2]), "out": _io([4, 2], role="output")},
-        [{"name": "matmul", "kind": "extern", "op": "mm", "inputs": ["a", "b"], "output": "out"}],
-    )
     with pytest.raises(InterpError, match="'matmul'"):
-        run_graph(g)
+        run_graph(_unchecked_mm([4, 3], [4, 2], [4, 2]))
 
 
 # -- chunking ------------------------------------------------------------------------------------

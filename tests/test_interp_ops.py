@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from torch_programs import inputs_from, make_graph
 
 from fuseopt.interp import InterpError, logical_view, run_graph
 from fuseopt.interp.ops import BINARY, LIBRARY, REDUCE, UNARY, lookup
@@ -22,6 +21,7 @@ from fuseopt.ir.expr import (
     UNARY_FUNCS,
 )
 from fuseopt.ir.graph import Graph
+from tests.torch_programs import inputs_from, make_graph
 
 Tensor = torch.Tensor
 SPECIALS = [

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch_programs import PROGRAMS, expected_outputs
 
 from fuseopt.interp import logical_outputs, run_graph
 from fuseopt.io.load import load_graph
+from tests.torch_programs import PROGRAMS, expected_outputs
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 FILES = sorted(SAMPLES.rglob("*.yaml"))

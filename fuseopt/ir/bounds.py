@@ -11,11 +11,27 @@ run-time check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
 
 from fuseopt.errors import Span
-from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Unary, Var, transform, walk
+from fuseopt.ir.expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    IndexValue,
+    Load,
+    Masked,
+    Reduce,
+    Unary,
+    Var,
+    Where,
+    transform,
+    walk,
+)
 from fuseopt.ir.graph import BufferInfo, ComputeNode
 
 Interval = tuple[int, int]
@@ -37,32 +53,76 @@ def _mk(d: Mapping[Atom, int], c: int) -> Linear:
 
 def linear_form(e: Expr) -> Linear:
     """e as const + sum(coeff * atom); never fails (a non-linear e is one atom)."""
-    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return Linear((), e.value)
-    if isinstance(e, Var):
-        return Linear(((Var(e.name), 1),), 0)
-    if isinstance(e, Unary) and e.op == "neg":
-        f = linear_form(e.x)
-        return Linear(tuple((a, -k) for a, k in f.coeffs), -f.const)
-    if isinstance(e, Binary) and e.op in ("add", "sub"):
-        fa, fb = linear_form(e.a), linear_form(e.b)
-        sign = 1 if e.op == "add" else -1
-        d = fa.as_dict()
-        for a, k in fb.coeffs:
-            d[a] = d.get(a, 0) + sign * k
-        return _mk(d, fa.const + sign * fb.const)
-    if isinstance(e, Binary) and e.op == "mul":
-        fa, fb = linear_form(e.a), linear_form(e.b)
-        if not fa.coeffs:
-            return Linear(tuple((a, fa.const * k) for a, k in fb.coeffs), fa.const * fb.const)
-        if not fb.coeffs:
-            return Linear(tuple((a, fb.const * k) for a, k in fa.coeffs), fa.const * fb.const)
-    return Linear(((_strip(e), 1),), 0)
+    d, c = _form(e)
+    return Linear(tuple(d.items()), c)
+
+
+def _form(e: Expr) -> tuple[dict[Atom, int], int]:
+    """linear_form as a fresh (mutable) dict: building every level as a Linear was the hot spot of
+    loading large graphs. Zero coefficients are dropped as each sum is formed, which fixes the order
+    of the atoms (first appearance, left to right)."""
+    if type(e) is Binary:
+        op = e.op
+        if op == "add" or op == "sub":
+            da, ca = _form(e.a)
+            db, cb = _form(e.b)
+            sign = 1 if op == "add" else -1
+            for a, k in db.items():
+                v = da.get(a, 0) + sign * k
+                if v:
+                    da[a] = v
+                else:
+                    da.pop(a, None)
+            return da, ca + sign * cb
+        if op == "mul":
+            da, ca = _form(e.a)
+            db, cb = _form(e.b)
+            if not da:
+                return {a: ca * k for a, k in db.items() if ca * k}, ca * cb
+            if not db:
+                return {a: cb * k for a, k in da.items() if cb * k}, ca * cb
+    elif type(e) is Var:
+        return {_var_atom(e.name): 1}, 0
+    elif type(e) is Const:
+        if type(e.value) is int:
+            return {}, e.value
+    elif type(e) is Unary and e.op == "neg":
+        dx, cx = _form(e.x)
+        return {a: -k for a, k in dx.items()}, -cx
+    return {_strip(e): 1}, 0
+
+
+@lru_cache(maxsize=4096)
+def _var_atom(name: str) -> Var:
+    return Var(name)
 
 
 def _strip(e: Expr) -> Expr:
     """Atoms are compared structurally; dtype annotations must not make equal atoms differ."""
-    return transform(e, lambda n: replace(n, dtype=None) if n.dtype is not None else None)
+    rebuild = _UNTYPED.get(type(e))
+    if rebuild is None:  # pragma: no cover - every node class is in the table
+        return transform(e, lambda n: replace(n, dtype=None) if n.dtype is not None else None)
+    kids = e.children()
+    new = tuple(_strip(k) for k in kids)
+    if e.dtype is None and all(a is b for a, b in zip(new, kids, strict=True)):
+        return e
+    return rebuild(e, new)
+
+
+# Per-class rebuild without dtype (dataclasses.replace is several times slower, and atoms are
+# stripped on every bounds query).
+_UNTYPED: dict[type, Callable[[Any, tuple[Expr, ...]], Expr]] = {
+    Const: lambda e, k: Const(e.value, span=e.span),
+    Var: lambda e, k: Var(e.name, span=e.span),
+    Load: lambda e, k: Load(e.buffer, k[0], span=e.span),
+    Masked: lambda e, k: Masked(k[0], k[1], k[2], span=e.span),
+    IndexValue: lambda e, k: IndexValue(k[0], span=e.span),
+    Unary: lambda e, k: Unary(e.op, k[0], span=e.span),
+    Binary: lambda e, k: Binary(e.op, k[0], k[1], span=e.span),
+    Where: lambda e, k: Where(k[0], k[1], k[2], span=e.span),
+    Cast: lambda e, k: Cast(k[0], e.to, span=e.span),
+    Reduce: lambda e, k: Reduce(e.op, k[0], span=e.span),
+}
 
 
 def interval(e: Expr, ranges: Mapping[str, int]) -> Interval | None:
@@ -186,9 +246,16 @@ def masked_interval(
 
 # -- the node check ---------------------------------------------------------------------------
 def check_node_bounds(
-    node: ComputeNode, buffers: Mapping[str, BufferInfo], store_text: str, value_text: str
+    node: ComputeNode,
+    buffers: Mapping[str, BufferInfo],
+    store_text: str,
+    value_text: str,
+    loads: Sequence[Load] | None = None,
 ) -> list[tuple[str, str, Span, str]]:
-    """Problems as (message, field, span, source). Loads that cannot be bounded are skipped here."""
+    """Problems as (message, field, span, source). Loads that cannot be bounded are skipped here.
+
+    `loads`, when the caller has them (the type checker collects them), are every load of the
+    value; if the value has no `masked(...)`, they are checked without walking the tree again."""
     out: list[tuple[str, str, Span, str]] = []
     outer = {lv.name: lv.size for lv in node.loops}
     ranges = node.var_sizes
@@ -212,7 +279,9 @@ def check_node_bounds(
                 )
             )
 
-    check(node.store, interval(node.store.index, outer), "store", store_text, False)
+    outer_key = tuple(outer.items())
+    ranges_key = tuple(ranges.items())
+    check(node.store, _typed_interval(node.store.index, outer, outer_key), "store", store_text, False)
 
     def visit(e: Expr, conds: list[tuple[Linear, Interval]] | None, in_mask: bool) -> None:
         if isinstance(e, Masked):
@@ -227,14 +296,40 @@ def check_node_bounds(
                 if conds is not None:
                     check(e, masked_interval(e.index, conds, ranges), "value", value_text, True)
             else:
-                check(e, interval(e.index, ranges), "value", value_text, False)
+                check(e, _typed_interval(e.index, ranges, ranges_key), "value", value_text, False)
             visit(e.index, conds, in_mask)
             return
         for c in e.children():
             visit(c, conds, in_mask)
 
-    visit(node.value, [], False)
+    if loads is not None and "masked" not in value_text:
+        for ld in loads:
+            check(ld, _typed_interval(ld.index, ranges, ranges_key), "value", value_text, False)
+    else:
+        visit(node.value, [], False)
     return out
+
+
+# Index expressions repeat across the nodes of a graph (`128*i0 + i1` over the same loops), so the
+# node check memoises intervals. Keys are *typed* trees: typing makes structural equality exact
+# (an untyped Const(1) equals Const(1.0) and Const(True), a typed one does not).
+_INTERVALS: dict[tuple[Expr, tuple[tuple[str, int], ...]], Interval | None] = {}
+_INTERVALS_MAX = 1 << 16
+
+
+def _typed_interval(e: Expr, ranges: Mapping[str, int], key: tuple[tuple[str, int], ...]) -> Interval | None:
+    if e.dtype is None:
+        return interval(e, ranges)
+    k = (e, key)
+    try:
+        return _INTERVALS[k]
+    except KeyError:
+        pass
+    r = interval(e, ranges)
+    if len(_INTERVALS) >= _INTERVALS_MAX:
+        _INTERVALS.clear()
+    _INTERVALS[k] = r
+    return r
 
 
 def uses_indirect(e: Expr) -> bool:

@@ -260,7 +260,9 @@ def _fmt(e: Expr, parent_prec: int) -> str:
         return f"{e.op}({_fmt(e.x, 0)})"
     if isinstance(e, Unary):
         if e.op == "neg":
-            s = "-" + _fmt(e.x, 7)
+            # `-3` would read back as the literal -3, not neg(3): parenthesise a literal operand.
+            inner = _fmt(e.x, 7)
+            s = "-" + (f"({inner})" if isinstance(e.x, Const) and not inner.startswith("(") else inner)
             return s if parent_prec < 7 else f"({s})"
         if e.op == "not":
             # Always parenthesise a compound operand: `~(a < b)` reads unambiguously.

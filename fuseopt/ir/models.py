@@ -18,10 +18,17 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 GRAPH_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 MAX_LOOP_SIZE = 2**31 - 1
 MAX_INT = 2**63 - 1
+# Caps beyond FORMAT.md's, so that hostile files fail fast with a located error instead of
+# exhausting time or memory (files are also capped at 16 MiB by the loader). Real graphs are far
+# below them: torch tensors have at most a handful of dims, Inductor graphs thousands of nodes.
+MAX_DIMS = 32  # entries of a loops/reduce list, and dims of a buffer's shape/stride
+MAX_ITEMS = 1_000_000  # buffers, and nodes
+MAX_CHOICES = 1024  # autotuning candidates of one template
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 LoopSize = Annotated[int, Field(ge=1, le=MAX_LOOP_SIZE, strict=True)]
 Loop = tuple[Name, LoopSize]
+Loops = Annotated[tuple[Loop, ...], Field(max_length=MAX_DIMS)]
 Expression = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
@@ -32,10 +39,15 @@ class _Frozen(BaseModel):
 class Buffer(_Frozen):
     """A flat storage with a logical shape/stride/offset (FORMAT.md "Buffer")."""
 
-    shape: tuple[Annotated[int, Field(ge=1, le=MAX_INT, strict=True)], ...]
-    stride: tuple[Annotated[int, Field(ge=0, le=MAX_INT, strict=True)], ...] | None = Field(
-        default=None, description="Default: contiguous row-major."
-    )
+    shape: Annotated[
+        tuple[Annotated[int, Field(ge=1, le=MAX_INT, strict=True)], ...], Field(max_length=MAX_DIMS)
+    ]
+    stride: (
+        Annotated[
+            tuple[Annotated[int, Field(ge=0, le=MAX_INT, strict=True)], ...], Field(max_length=MAX_DIMS)
+        ]
+        | None
+    ) = Field(default=None, description="Default: contiguous row-major.")
     offset: Annotated[int, Field(ge=0, le=MAX_INT, strict=True)] = 0
     dtype: DType
     role: Literal["input", "output", "intermediate"] = "intermediate"
@@ -64,7 +76,9 @@ class Buffer(_Frozen):
 class PointwiseNode(_Frozen):
     name: Name
     kind: Literal["pointwise"] = "pointwise"
-    loops: tuple[Loop, ...] = Field(description="Ordered, outermost first; the node's initial loop order.")
+    loops: Loops = Field(
+        description="Ordered, outermost first; the node's initial loop order (at most 32 loops)."
+    )
     store: Expression = Field(description="buffer[index] over `loops` variables only.")
     value: Expression
 
@@ -72,8 +86,8 @@ class PointwiseNode(_Frozen):
 class ReductionNode(_Frozen):
     name: Name
     kind: Literal["reduction"] = "reduction"
-    loops: tuple[Loop, ...]
-    reduce: tuple[Loop, ...] = Field(min_length=1)
+    loops: Loops
+    reduce: Loops = Field(min_length=1)
     store: Expression
     value: Expression = Field(description="Exactly one top-level reduction call.")
 
@@ -97,7 +111,7 @@ class TemplateNode(_Frozen):
     op: Name
     inputs: tuple[Name, ...] = Field(min_length=1)
     output: Name
-    choices: tuple[Choice, ...] = Field(min_length=1)
+    choices: tuple[Choice, ...] = Field(min_length=1, max_length=MAX_CHOICES)
     epilogue_fusion: bool = False
 
 
@@ -130,13 +144,20 @@ class Graph(_Frozen):
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
-        json_schema_extra={"$id": "https://fuseopt.dev/schemas/graph.schema.json"},
+        json_schema_extra={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://fuseopt.dev/schemas/graph.schema.json",
+        },
         title="fuseopt graph, format version 1",
     )
 
     format: Literal["fuseopt-graph/1"]
     name: Annotated[str, Field(pattern=GRAPH_NAME_PATTERN)]
     description: Annotated[str, Field(max_length=65536)] | None = None
-    buffers: dict[Name, Buffer] = Field(description="Ordered mapping; the order is significant.")
-    nodes: tuple[Node, ...] = Field(description="Program order; significant.")
+    buffers: dict[Name, Buffer] = Field(
+        max_length=MAX_ITEMS, description="Ordered mapping; the order is significant (at most 1,000,000)."
+    )
+    nodes: tuple[Node, ...] = Field(
+        max_length=MAX_ITEMS, description="Program order; significant (at most 1,000,000)."
+    )
     meta: dict[str, Any] = Field(default_factory=dict, description="Free-form; preserved, ignored by passes.")

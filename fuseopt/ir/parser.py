@@ -6,12 +6,20 @@ size). Every error is an `ExprError` whose span points at the offending characte
 
 Precedence, loosest first: `|`, `&`, `~`, comparisons (non-chaining), `+ -`, `* / // %`,
 unary `-`, then postfix `buf[...]` and calls.
+
+Only ASCII is accepted (`\\d` and `\\s` would let Unicode digits and spaces in).
+
+Loading a large graph parses tens of thousands of expressions, so the parser works on parallel
+token lists rather than token objects, and `parse_expr_text` memoises short texts (trees are
+frozen, so sharing one is safe; the cache is bounded in entries and in text length, so that it
+never holds much memory).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from fuseopt.errors import ExprError, Span
 from fuseopt.ir.dtypes import DTYPE_NAMES, DType
@@ -37,14 +45,20 @@ MAX_DEPTH = 64
 MAX_NODES = 1024
 MAX_INT = 2**63  # |literal| < MAX_INT
 
+# Token kinds (the regex group numbers below).
+_FLOAT, _INT, _NAME, _OP, _BAD, _END = 1, 2, 3, 4, 5, 6
+_KIND_NAMES = {_FLOAT: "float", _INT: "int", _NAME: "name", _OP: "op", _END: "end"}
+
+# Every non-blank character starts some alternative (the last one catches the rest), so matches
+# are contiguous. ASCII only: `\d` and `\s` would admit Unicode digits and spaces.
 _TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<float>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
-  | (?P<int>\d+)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>//|<=|>=|==|!=|[-+*/%<>&|~()\[\],])
-    """,
+    r"""[ \t\r\n\f\v]*(?:
+      ((?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
+    | ([0-9]+)
+    | ([A-Za-z_][A-Za-z0-9_]*)
+    | (//|<=|>=|==|!=|[-+*/%<>&|~()\[\],])
+    | ([^ \t\r\n\f\v])
+    )""",
     re.VERBOSE,
 )
 
@@ -67,6 +81,13 @@ _BINOPS: dict[str, tuple[int, str]] = {
 _NOT_PREC = 3
 _COMPARE_PREC = 4
 _NEG_PREC = 7
+_COMPARE_OPS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+_WORD_CONSTS: dict[str, float | bool] = {
+    "inf": float("inf"),
+    "nan": float("nan"),
+    "true": True,
+    "false": False,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,32 +101,50 @@ class Token:
         return Span(self.start, self.start + max(1, len(self.text)))
 
 
-def tokenize(text: str) -> list[Token]:
+def _too_long(text: str) -> ExprError:
+    return ExprError(
+        f"expression is {len(text)} characters long; the limit is {MAX_TEXT}",
+        text,
+        Span(MAX_TEXT, len(text)),
+        code="limit",
+    )
+
+
+def _lex(text: str) -> tuple[list[int], list[str], list[int]]:
+    """Parallel lists (kind, text, start), ending with an `_END` token."""
     if len(text) > MAX_TEXT:
-        raise ExprError(
-            f"expression is {len(text)} characters long; the limit is {MAX_TEXT}",
-            text,
-            Span(MAX_TEXT, len(text)),
-            code="limit",
-        )
-    out: list[Token] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
+        raise _too_long(text)
+    kinds: list[int] = []
+    texts: list[str] = []
+    starts: list[int] = []
+    for m in _TOKEN.finditer(text):
+        k = m.lastindex
+        if k is None:  # pragma: no cover - every match has a token group
+            continue
+        if k == _BAD:
+            pos = m.start(k)
             raise ExprError(f"unexpected character {text[pos]!r}", text, Span(pos, pos + 1), code="syntax")
-        kind = m.lastgroup or ""
-        if kind != "ws":
-            out.append(Token(kind, m.group(), pos))
-        pos = m.end()
-    out.append(Token("end", "", len(text)))
-    return out
+        kinds.append(k)
+        texts.append(m.group(k))
+        starts.append(m.start(k))
+    kinds.append(_END)
+    texts.append("")
+    starts.append(len(text))
+    return kinds, texts, starts
+
+
+def tokenize(text: str) -> list[Token]:
+    """The token stream (for tools and tests; the parser uses `_lex` directly)."""
+    kinds, texts, starts = _lex(text)
+    return [Token(_KIND_NAMES[k], t, s) for k, t, s in zip(kinds, texts, starts, strict=True)]
 
 
 class _Parser:
+    __slots__ = ("text", "kinds", "texts", "starts", "i", "depth", "nodes")
+
     def __init__(self, text: str):
         self.text = text
-        self.toks = tokenize(text)
+        self.kinds, self.texts, self.starts = _lex(text)
         self.i = 0
         self.depth = 0
         self.nodes = 0
@@ -114,184 +153,206 @@ class _Parser:
     def error(self, message: str, span: Span, code: str = "syntax") -> ExprError:
         return ExprError(message, self.text, span, code=code)
 
-    @property
-    def tok(self) -> Token:
-        return self.toks[self.i]
+    def span_at(self, i: int) -> Span:
+        s = self.starts[i]
+        return Span(s, s + max(1, len(self.texts[i])))
 
-    def advance(self) -> Token:
-        t = self.toks[self.i]
-        self.i += 1
-        return t
+    def is_op(self, text: str) -> bool:
+        return self.kinds[self.i] == _OP and self.texts[self.i] == text
 
-    def expect(self, text: str) -> Token:
-        t = self.tok
-        if t.kind != "op" or t.text != text:
-            found = "end of expression" if t.kind == "end" else repr(t.text)
-            raise self.error(f"expected {text!r}, found {found}", t.span)
-        return self.advance()
+    def expect(self, text: str) -> int:
+        """Consume the operator `text`; returns its start."""
+        i = self.i
+        if self.kinds[i] != _OP or self.texts[i] != text:
+            found = "end of expression" if self.kinds[i] == _END else repr(self.texts[i])
+            raise self.error(f"expected {text!r}, found {found}", self.span_at(i))
+        self.i = i + 1
+        return self.starts[i]
 
-    def node(self, e: Expr) -> Expr:
+    def count(self, span: Span) -> None:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise self.error(
-                f"expression has more than {MAX_NODES} nodes", Span(e.span.start, e.span.end), code="limit"
-            )
-        return e
-
-    def enter(self, at: Token) -> None:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.error(f"expression nests deeper than {MAX_DEPTH} levels", at.span, code="limit")
-
-    def leave(self) -> None:
-        self.depth -= 1
+            raise self.error(f"expression has more than {MAX_NODES} nodes", span, code="limit")
 
     # -- grammar -----------------------------------------------------------------------------
     def parse(self) -> Expr:
-        if self.tok.kind == "end":
+        if self.kinds[0] == _END:
             raise self.error("empty expression", Span(0, max(1, len(self.text))))
         e = self.expr(0)
-        if self.tok.kind != "end":
-            raise self.error(f"unexpected {self.tok.text!r} after a complete expression", self.tok.span)
+        if self.kinds[self.i] != _END:
+            raise self.error(
+                f"unexpected {self.texts[self.i]!r} after a complete expression", self.span_at(self.i)
+            )
         return e
 
     def expr(self, min_prec: int) -> Expr:
-        self.enter(self.tok)
-        left = self.prefix()
-        while True:
-            t = self.tok
-            if t.kind != "op" or t.text not in _BINOPS:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(
+                f"expression nests deeper than {MAX_DEPTH} levels", self.span_at(self.i), code="limit"
+            )
+        kinds, texts = self.kinds, self.texts
+        # Names and literals are most operands: skip the prefix/primary dispatch for them.
+        k = kinds[self.i]
+        if k == _NAME:
+            left = self.name()
+        elif k == _INT:
+            left = self.literal()
+            self.count(left.span)
+        else:
+            left = self.prefix()
+        while kinds[self.i] == _OP:
+            info = _BINOPS.get(texts[self.i])
+            if info is None:
                 break
-            prec, op = _BINOPS[t.text]
+            prec, op = info
             if prec <= min_prec:
                 break
-            self.advance()
+            self.i += 1
             right = self.expr(prec)
+            span = Span(left.span.start, right.span.end)
             if prec == _COMPARE_PREC and self._is_compare(left):
-                raise self.error(
-                    "comparisons do not chain; write (a < b) & (b < c)", Span(left.span.start, right.span.end)
-                )
-            left = self.node(Binary(op, left, right, span=Span(left.span.start, right.span.end)))
-        self.leave()
+                raise self.error("comparisons do not chain; write (a < b) & (b < c)", span)
+            self.count(span)
+            left = Binary(op, left, right, span=span)
+        self.depth -= 1
         return left
 
     def _is_compare(self, e: Expr) -> bool:
         # A parenthesised comparison may be compared again: `(a < b) == c`.
         parenthesised = self.text[e.span.start : e.span.start + 1] == "("
-        return isinstance(e, Binary) and e.op in ("lt", "le", "gt", "ge", "eq", "ne") and not parenthesised
+        return isinstance(e, Binary) and e.op in _COMPARE_OPS and not parenthesised
 
     def prefix(self) -> Expr:
-        t = self.tok
-        if t.kind == "op" and t.text == "-":
-            self.advance()
-            nxt = self.tok
-            if nxt.kind in ("int", "float"):
-                lit = self.literal()
-                assert isinstance(lit, Const)
-                value = -lit.value
-                return self.node(Const(value, span=Span(t.start, lit.span.end)))
-            if nxt.kind == "name" and nxt.text == "inf":
-                self.advance()
-                return self.node(Const(float("-inf"), span=Span(t.start, nxt.span.end)))
-            x = self.expr(_NEG_PREC)
-            return self.node(Unary("neg", x, span=Span(t.start, x.span.end)))
-        if t.kind == "op" and t.text == "~":
-            self.advance()
-            x = self.expr(_NOT_PREC)
-            return self.node(Unary("not", x, span=Span(t.start, x.span.end)))
-        if t.kind == "op" and t.text == "+":
-            raise self.error("unary '+' is not part of the language", t.span)
+        i = self.i
+        if self.kinds[i] == _OP:
+            t = self.texts[i]
+            start = self.starts[i]
+            if t == "-":
+                self.i = i + 1
+                nk = self.kinds[i + 1]
+                if nk in (_INT, _FLOAT):
+                    lit = self.literal()
+                    span = Span(start, lit.span.end)
+                    self.count(span)
+                    return Const(-lit.value, span=span)
+                if nk == _NAME and self.texts[i + 1] == "inf":
+                    self.i = i + 2
+                    span = Span(start, self.starts[i + 1] + 3)
+                    self.count(span)
+                    return Const(float("-inf"), span=span)
+                x = self.expr(_NEG_PREC)
+                span = Span(start, x.span.end)
+                self.count(span)
+                return Unary("neg", x, span=span)
+            if t == "~":
+                self.i = i + 1
+                x = self.expr(_NOT_PREC)
+                span = Span(start, x.span.end)
+                self.count(span)
+                return Unary("not", x, span=span)
+            if t == "+":
+                raise self.error("unary '+' is not part of the language", self.span_at(i))
         return self.primary()
 
-    def literal(self) -> Expr:
-        t = self.advance()
-        if t.kind == "int":
-            v = int(t.text)
+    def literal(self) -> Const:
+        i = self.i
+        self.i = i + 1
+        text = self.texts[i]
+        start = self.starts[i]
+        span = Span(start, start + len(text))
+        if self.kinds[i] == _INT:
+            v = int(text)
             if v >= MAX_INT:
-                raise self.error(
-                    f"integer literal {t.text} is out of range (|v| < 2**63)", t.span, code="limit"
-                )
-            return Const(v, span=t.span)
-        try:
-            f = float(t.text)
-        except ValueError as exc:  # pragma: no cover - the regex only admits valid floats
-            raise self.error(f"bad float literal {t.text!r}", t.span) from exc
-        if f in (float("inf"), float("-inf")):
-            raise self.error(f"float literal {t.text} overflows; write inf", t.span, code="limit")
-        return Const(f, span=t.span)
+                raise self.error(f"integer literal {text} is out of range (|v| < 2**63)", span, code="limit")
+            return Const(v, span=span)
+        f = float(text)  # the regex only admits valid float literals
+        if f == float("inf"):
+            raise self.error(f"float literal {text} overflows; write inf", span, code="limit")
+        return Const(f, span=span)
 
     def primary(self) -> Expr:
-        t = self.tok
-        if t.kind in ("int", "float"):
-            return self.node(self.literal())
-        if t.kind == "op" and t.text == "(":
-            self.advance()
+        i = self.i
+        k = self.kinds[i]
+        if k == _NAME:
+            return self.name()
+        if k in (_INT, _FLOAT):
+            lit = self.literal()
+            self.count(lit.span)
+            return lit
+        if k == _OP and self.texts[i] == "(":
+            self.i = i + 1
             e = self.expr(0)
             close = self.expect(")")
             # Keep the parenthesised span so carets cover what the user wrote.
-            return _respan(e, Span(t.start, close.start + 1))
-        if t.kind == "name":
-            return self.name()
-        if t.kind == "end":
-            raise self.error("unexpected end of expression", t.span)
-        raise self.error(f"unexpected {t.text!r}", t.span)
+            return replace(e, span=Span(self.starts[i], close + 1))
+        if k == _END:
+            raise self.error("unexpected end of expression", self.span_at(i))
+        raise self.error(f"unexpected {self.texts[i]!r}", self.span_at(i))
 
     def name(self) -> Expr:
-        t = self.advance()
-        word = t.text
-        if word in ("inf", "nan", "true", "false"):
-            value: float | bool = {"inf": float("inf"), "nan": float("nan"), "true": True, "false": False}[
-                word
-            ]
-            return self.node(Const(value, span=t.span))
-        if self.tok.kind == "op" and self.tok.text == "[":
-            self.advance()
-            index = self.expr(0)
-            close = self.expect("]")
-            return self.node(Load(word, index, span=Span(t.start, close.start + 1)))
-        if self.tok.kind == "op" and self.tok.text == "(":
-            return self.call(t)
+        i = self.i
+        word = self.texts[i]
+        start = self.starts[i]
+        self.i = i + 1
+        span = Span(start, start + len(word))
+        const = _WORD_CONSTS.get(word)
+        if const is not None:
+            self.count(span)
+            return Const(const, span=span)
+        if self.kinds[i + 1] == _OP:
+            nxt = self.texts[i + 1]
+            if nxt == "[":
+                self.i = i + 2
+                index = self.expr(0)
+                close = self.expect("]")
+                span = Span(start, close + 1)
+                self.count(span)
+                return Load(word, index, span=span)
+            if nxt == "(":
+                return self.call(i)
         if word in _CALLABLES:
-            raise self.error(f"{word!r} is a function and needs arguments: {word}(...)", t.span)
+            raise self.error(f"{word!r} is a function and needs arguments: {word}(...)", span)
         if word.startswith("__"):
-            raise self.error(f"names starting with '__' are not allowed: {word!r}", t.span)
-        return self.node(Var(word, span=t.span))
+            raise self.error(f"names starting with '__' are not allowed: {word!r}", span)
+        self.count(span)
+        return Var(word, span=span)
 
-    def call(self, name_tok: Token) -> Expr:
-        word = name_tok.text
+    def call(self, name_i: int) -> Expr:
+        word = self.texts[name_i]
         if word not in _CALLABLES:
-            raise self.error(f"unknown function {word!r}", name_tok.span, code="unknown-function")
+            raise self.error(f"unknown function {word!r}", self.span_at(name_i), code="unknown-function")
         self.expect("(")
         args: list[Expr] = []
-        arg_spans: list[Token] = []
-        if not (self.tok.kind == "op" and self.tok.text == ")"):
+        if not self.is_op(")"):
             while True:
-                arg_spans.append(self.tok)
                 if word == "cast" and len(args) == 1:
                     args.append(self.dtype_arg())
                 else:
                     args.append(self.expr(0))
-                if self.tok.kind == "op" and self.tok.text == ",":
-                    self.advance()
+                if self.is_op(","):
+                    self.i += 1
                     continue
                 break
         close = self.expect(")")
-        span = Span(name_tok.start, close.start + 1)
+        span = Span(self.starts[name_i], close + 1)
         allowed = _ARITY[word]
         if len(args) not in allowed:
             want = " or ".join(str(n) for n in sorted(allowed))
             raise self.error(f"{word}() takes {want} argument(s), got {len(args)}", span, code="arity")
-        return self.node(_build_call(word, args, span))
+        self.count(span)
+        return _build_call(word, args, span)
 
     def dtype_arg(self) -> Expr:
-        t = self.advance()
-        if t.kind != "name" or t.text not in DTYPE_NAMES:
+        i = self.i
+        self.i = i + 1
+        if self.kinds[i] != _NAME or self.texts[i] not in DTYPE_NAMES:
             raise self.error(
                 f"cast() needs a dtype as its second argument ({', '.join(sorted(DTYPE_NAMES))})",
-                t.span,
+                self.span_at(i),
                 code="dtype",
             )
-        return _DTypeMarker(t.text, span=t.span)
+        return _DTypeMarker(self.texts[i], span=self.span_at(i))
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,14 +396,20 @@ def _build_call(word: str, args: list[Expr], span: Span) -> Expr:
     return Cast(args[0], DType(marker.name), span=span)
 
 
-def _respan(e: Expr, span: Span) -> Expr:
-    return replace(e, span=span)
+_CACHED_TEXT = 256
+
+
+@lru_cache(maxsize=2048)
+def _parse_cached(text: str) -> Expr:
+    return _Parser(text).parse()
 
 
 def parse_expr_text(text: str) -> Expr:
     """Parse one expression (index, condition or value). Raises ExprError with a span."""
     if not isinstance(text, str):
         raise ExprError("expression must be a string", str(text), Span(0, 1))
+    if len(text) <= _CACHED_TEXT:
+        return _parse_cached(text)
     return _Parser(text).parse()
 
 

@@ -7,7 +7,6 @@ each rule is a table entry keyed by op name; an op missing from the tables is a 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from fuseopt.errors import ExprError
 from fuseopt.ir.dtypes import DType, promote
@@ -69,13 +68,23 @@ def _const_dtype(v: int | float | bool) -> DType:
     return DType.int64 if isinstance(v, int) else DType.float32
 
 
+_I64 = DType.int64
+
+
 class TypeChecker:
-    """Checks one expression against a scope: buffer dtypes and the loop variables in scope."""
+    """Checks one expression against a scope: buffer dtypes and the loop variables in scope.
+
+    Returns a new tree with `dtype` set on every node (trees are frozen; nodes are rebuilt with
+    their constructors rather than `dataclasses.replace`, which is several times slower and this
+    runs on every node of every expression of a graph).
+    """
 
     def __init__(self, source: str, buffers: Mapping[str, DType], loop_vars: Mapping[str, int]):
         self.source = source
         self.buffers = buffers
         self.loop_vars = loop_vars
+        # Every typed load checked so far, inner (indirect) loads before the load they index.
+        self.loads: list[Load] = []
 
     def error(self, msg: str, e: Expr, code: str = "type") -> ExprError:
         return ExprError(msg, self.source, e.span, code=code)
@@ -83,14 +92,26 @@ class TypeChecker:
     # -- index context --------------------------------------------------------------------
     def index(self, e: Expr) -> Expr:
         """An integer index expression over loop variables (and indirect loads)."""
-        if isinstance(e, Const):
-            if not isinstance(e.value, int) or isinstance(e.value, bool):
+        if type(e) is Var:
+            if e.name not in self.loop_vars:
+                self.check_var(e)
+            return Var(e.name, span=e.span, dtype=_I64)
+        if type(e) is Binary:
+            if e.op in INDEX_BINARY:
+                a, b = self.index(e.a), self.index(e.b)
+                if e.op in ("floordiv", "mod") and not (
+                    isinstance(b, Const) and type(b.value) is int and b.value > 0
+                ):
+                    sym = "//" if e.op == "floordiv" else "%"
+                    raise self.error(f"'{sym}' in an index must be by a positive integer literal", e.b)
+                return Binary(e.op, a, b, span=e.span, dtype=_I64)
+            if e.op == "truediv":
+                raise self.error("'/' is true division; index expressions use '//' (floor division)", e)
+        elif type(e) is Const:
+            if type(e.value) is not int:
                 raise self.error("index expressions are integer-valued; this literal is not an integer", e)
-            return replace(e, dtype=DType.int64)
-        if isinstance(e, Var):
-            self.check_var(e)
-            return replace(e, dtype=DType.int64)
-        if isinstance(e, Load):
+            return Const(e.value, span=e.span, dtype=_I64)
+        elif type(e) is Load:
             ld = self.load(e)
             assert ld.dtype is not None
             if not ld.dtype.is_int:
@@ -98,19 +119,9 @@ class TypeChecker:
                     f"indirect index reads {e.buffer} of dtype {ld.dtype.value}; it must be an integer dtype",
                     e,
                 )
-            return replace(ld, dtype=DType.int64)
-        if isinstance(e, Unary) and e.op == "neg":
-            return replace(e, x=self.index(e.x), dtype=DType.int64)
-        if isinstance(e, Binary) and e.op in INDEX_BINARY:
-            a, b = self.index(e.a), self.index(e.b)
-            if e.op in ("floordiv", "mod") and not (
-                isinstance(b, Const) and isinstance(b.value, int) and b.value > 0
-            ):
-                sym = "//" if e.op == "floordiv" else "%"
-                raise self.error(f"'{sym}' in an index must be by a positive integer literal", e.b)
-            return replace(e, a=a, b=b, dtype=DType.int64)
-        if isinstance(e, Binary) and e.op == "truediv":
-            raise self.error("'/' is true division; index expressions use '//' (floor division)", e)
+            return Load(ld.buffer, ld.index, span=ld.span, dtype=_I64)
+        elif type(e) is Unary and e.op == "neg":
+            return Unary("neg", self.index(e.x), span=e.span, dtype=_I64)
         raise self.error(
             "not allowed in an index expression (integers, loop variables, + - * // % min max, loads)", e
         )
@@ -124,9 +135,12 @@ class TypeChecker:
             )
 
     def load(self, e: Load) -> Load:
-        if e.buffer not in self.buffers:
+        dtype = self.buffers.get(e.buffer)
+        if dtype is None:
             raise self.error(f"unknown buffer {e.buffer!r}", e, code="name")
-        return replace(e, index=self.index(e.index), dtype=self.buffers[e.buffer])
+        typed = Load(e.buffer, self.index(e.index), span=e.span, dtype=dtype)
+        self.loads.append(typed)
+        return typed
 
     # -- value context --------------------------------------------------------------------
     def value(self, e: Expr, *, allow_reduce: bool = False) -> Expr:
@@ -134,46 +148,10 @@ class TypeChecker:
         return typed
 
     def _value(self, e: Expr, allow_reduce: bool) -> tuple[Expr, bool]:
-        if isinstance(e, Const):
-            return replace(e, dtype=_const_dtype(e.value)), True
-        if isinstance(e, Var):
-            self.check_var(e)  # a bare loop variable in a value is its int64 index value
-            return replace(e, dtype=DType.int64), False
-        if isinstance(e, Load):
+        """(typed tree, weak): weak = a Python-scalar-like literal for promotion (torch rules)."""
+        if type(e) is Load:
             return self.load(e), False
-        if isinstance(e, IndexValue):
-            return replace(e, index=self.index(e.index), dtype=DType.int64), False
-        if isinstance(e, Masked):
-            cond = self.condition(e.cond)
-            body, bw = self._value(e.body, False)
-            other, ow = self._value(e.other, False)
-            assert body.dtype is not None and other.dtype is not None
-            # masked() keeps the body's dtype: `other` is a fill value (Inductor's ops.masked).
-            return replace(e, cond=cond, body=body, other=other, dtype=body.dtype), bw
-        if isinstance(e, Where):
-            cond = self.condition(e.cond)
-            a, aw = self._value(e.a, False)
-            b, bw = self._value(e.b, False)
-            assert a.dtype is not None and b.dtype is not None
-            return replace(
-                e, cond=cond, a=a, b=b, dtype=promote(a.dtype, b.dtype, a_weak=aw, b_weak=bw)
-            ), aw and bw
-        if isinstance(e, Cast):
-            x, _ = self._value(e.x, False)
-            return replace(e, x=x, dtype=e.to), False
-        if isinstance(e, Unary):
-            x, w = self._value(e.x, False)
-            assert x.dtype is not None
-            rule = UNARY_RESULT[e.op]
-            if e.op == "not" and x.dtype.is_float:
-                raise self.error("'~' needs a bool or integer operand", e)
-            out = {
-                "float": x.dtype if x.dtype.is_float else DType.float32,
-                "same": x.dtype,
-                "bool": DType.bool,
-            }[rule]
-            return replace(e, x=x, dtype=out), w and rule == "same"
-        if isinstance(e, Binary):
+        if type(e) is Binary:
             a, aw = self._value(e.a, False)
             b, bw = self._value(e.b, False)
             assert a.dtype is not None and b.dtype is not None
@@ -181,9 +159,52 @@ class TypeChecker:
             rule = BINARY_RESULT[e.op]
             if e.op in LOGIC_OPS and p.is_float:
                 raise self.error(f"'{'&' if e.op == 'and' else '|'}' needs bool or integer operands", e)
-            out = {"promote": p, "float": p if p.is_float else DType.float32, "bool": DType.bool}[rule]
-            return replace(e, a=a, b=b, dtype=out), aw and bw and rule == "promote"
-        if isinstance(e, Reduce):
+            out = (
+                p
+                if rule == "promote"
+                else DType.bool
+                if rule == "bool"
+                else p
+                if p.is_float
+                else DType.float32
+            )
+            return Binary(e.op, a, b, span=e.span, dtype=out), aw and bw and rule == "promote"
+        if type(e) is Const:
+            return Const(e.value, span=e.span, dtype=_const_dtype(e.value)), True
+        if type(e) is Var:
+            self.check_var(e)  # a bare loop variable in a value is its int64 index value
+            return Var(e.name, span=e.span, dtype=_I64), False
+        if type(e) is Unary:
+            x, w = self._value(e.x, False)
+            assert x.dtype is not None
+            rule = UNARY_RESULT[e.op]
+            if e.op == "not" and x.dtype.is_float:
+                raise self.error("'~' needs a bool or integer operand", e)
+            if rule == "float":
+                out = x.dtype if x.dtype.is_float else DType.float32
+            else:
+                out = x.dtype if rule == "same" else DType.bool
+            return Unary(e.op, x, span=e.span, dtype=out), w and rule == "same"
+        if type(e) is IndexValue:
+            return IndexValue(self.index(e.index), span=e.span, dtype=_I64), False
+        if type(e) is Masked:
+            cond = self.condition(e.cond)
+            body, bw = self._value(e.body, False)
+            other, _ow = self._value(e.other, False)
+            assert body.dtype is not None and other.dtype is not None
+            # masked() keeps the body's dtype: `other` is a fill value (Inductor's ops.masked).
+            return Masked(cond, body, other, span=e.span, dtype=body.dtype), bw
+        if type(e) is Where:
+            cond = self.condition(e.cond)
+            a, aw = self._value(e.a, False)
+            b, bw = self._value(e.b, False)
+            assert a.dtype is not None and b.dtype is not None
+            out = promote(a.dtype, b.dtype, a_weak=aw, b_weak=bw)
+            return Where(cond, a, b, span=e.span, dtype=out), aw and bw
+        if type(e) is Cast:
+            x, _ = self._value(e.x, False)
+            return Cast(x, e.to, span=e.span, dtype=e.to), False
+        if type(e) is Reduce:
             if not allow_reduce:
                 raise self.error(
                     "a reduction may only be the whole value of a reduction node", e, code="reduction"
@@ -197,7 +218,7 @@ class TypeChecker:
                 out = x.dtype
             else:
                 out = DType(rule)
-            return replace(e, x=x, dtype=out), False
+            return Reduce(e.op, x, span=e.span, dtype=out), False
         raise self.error(f"unsupported expression {type(e).__name__}", e)
 
     def condition(self, e: Expr) -> Expr:
