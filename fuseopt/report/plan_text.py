@@ -16,7 +16,7 @@ def _loops(loops: tuple[tuple[str, int], ...]) -> str:
     return "(" + ", ".join(f"{v}={n}" for v, n in loops) + ")" if loops else "-"
 
 
-def _fmt_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:.2f} {unit}"
@@ -26,8 +26,8 @@ def _fmt_bytes(n: int) -> str:
 def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = None) -> None:
     m = plan.metrics
     console.print(
-        f"[bold]{escape(plan.graph)}[/]: {m['kernels']} kernels, {_fmt_bytes(m['bytes'])} moved "
-        f"(unfused: {m['unfused_kernels']} kernels, {_fmt_bytes(m['unfused_bytes'])}); "
+        f"[bold]{escape(plan.graph)}[/]: {m['kernels']} kernels, {human_bytes(m['bytes'])} moved "
+        f"(unfused: {m['unfused_kernels']} kernels, {human_bytes(m['unfused_bytes'])}); "
         f"scoring={plan.options.get('scoring')}, loop_order={plan.options.get('loop_order')}"
     )
     inductor = (meta or {}).get("inductor")
