@@ -13,6 +13,7 @@ from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import optimize
 from fuseopt.passes.verify import verify as verify_plan
 from fuseopt.plan import Plan
+from fuseopt.report.html import write_plan_html
 from fuseopt.report.plan_text import print_plan
 
 
@@ -44,6 +45,12 @@ def emit_kernels(graph: Graph, plan: Plan, autotune: bool) -> str | None:
 @click.option(
     "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    help="Write a self-contained HTML report (graph picture, kernels, decisions, Triton) here.",
+)
 @planning_options
 def optimize_cmd(
     graph: str,
@@ -52,6 +59,7 @@ def optimize_cmd(
     emit: str,
     autotune: bool,
     check: bool,
+    html_path: str | None,
     scoring: str,
     max_fusion_size: int,
     no_loop_order: bool,
@@ -69,6 +77,8 @@ def optimize_cmd(
             if src is not None:
                 files["kernels.py"] = src
         write_outputs(out_dir, files)
+    if html_path is not None:
+        write_plan_html(html_path, g, stage, graph)
     if fmt == "json":
         click.echo(plan_json, nl=False)
         return
