@@ -26,6 +26,7 @@ from fuseopt.interp import logical_outputs, make_inputs, run_graph
 from fuseopt.io.load import load_graph
 from fuseopt.io.locate import locate_pointer
 from fuseopt.ir.graph import Graph
+from fuseopt.runtime.backend import triton_backend
 
 RUN_FORMAT = "fuseopt-run/1"
 
@@ -39,6 +40,7 @@ def _reference(graph: Graph, inputs: Mapping[str, torch.Tensor]) -> Mapping[str,
 
 BACKENDS: dict[str, Backend] = {
     "reference": _reference,
+    "triton": triton_backend,  # plan, emit Triton, run (GPU, or CPU with TRITON_INTERPRET=1)
 }
 
 

@@ -1,0 +1,186 @@
+"""How a node's loop variables map onto a kernel's flat axes, and when two indices name one element.
+
+A kernel iterates flat axes (x; y and x for 2D tiles; x and r0_ for reductions). Each node's loops
+cover a run of those axes row-major, so every loop variable is a *digit* of an axis index:
+`(base // div) % mod`. Two index expressions of different nodes address the same element at the
+same point when their linear forms over digits agree after adjacent digits are merged
+(`c*(b % m) + c*m*(b // m)` is `c*b`), which is how fused reads are matched to fused writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from fuseopt.codegen.common import prod
+from fuseopt.ir.bounds import linear_form
+from fuseopt.ir.expr import Binary, Const, Expr, Var, substitute_vars, transform
+
+
+def split_loops(sizes: Sequence[int], numel: int) -> int | None:
+    """The position k such that prod(sizes[:k]) == numel (the first one), or None.
+
+    A pointwise node with numel*rnumel points fused into a reduction kernel runs its loops
+    `[:k]` over the kernel's x axis and `[k:]` over its reduction axis.
+    """
+    acc = 1
+    if numel == 1:
+        return 0
+    for k, s in enumerate(sizes):
+        acc *= s
+        if acc == numel:
+            return k + 1
+        if acc > numel:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class Digit:
+    """`(base // div) % mod` (mod None: no modulo) over an axis index named `base`."""
+
+    base: str
+    div: int
+    mod: int | None
+
+    def rhs(self) -> str:
+        e = self.base if self.div == 1 else f"{self.base} // {self.div}"
+        if self.mod is None:
+            return e
+        return f"{e} % {self.mod}" if self.div == 1 else f"({e}) % {self.mod}"
+
+
+def decompose(sizes: Sequence[int], base: str, extent: int) -> list[Digit | None]:
+    """Row-major digits of loops with `sizes` over an axis of `extent` points (None: size-1 loop).
+
+    The loops must cover exactly `extent` points; the outermost non-trivial digit needs no
+    modulo (the axis never exceeds the box, masked lanes aside).
+    """
+    assert prod(sizes) == extent, (sizes, extent)
+    out: list[Digit | None] = []
+    inner = 1
+    for s in reversed(sizes):
+        if s == 1:
+            out.append(None)
+            continue
+        mod = None if inner * s >= extent else s
+        out.append(Digit(base, inner, mod))
+        inner *= s
+    return list(reversed(out))
+
+
+def _digit_name(d: Digit) -> str:
+    # Not an identifier on purpose: it can never collide with a loop variable.
+    return f"<{d.base}//{d.div}%{d.mod}>"
+
+
+@dataclass(frozen=True)
+class Flat:
+    """A flat index over two axes: `outer * inner_extent + inner` (a segment with no loop split)."""
+
+    outer: str
+    inner: str
+    inner_extent: int
+
+
+def canonical_index(
+    index: Expr,
+    digits: Mapping[str, Digit | None],
+    extents: Mapping[str, int],
+    flats: Mapping[str, Flat] | None = None,
+) -> tuple[tuple[tuple[str, int], ...], int]:
+    """A normal form of `index` with each loop variable replaced by its digit.
+
+    Equal normal forms mean the same element at every point of the kernel. `//` and `%` of a digit
+    by a constant are digits too; digits of a flattened base are rewritten onto its two axes where
+    they fall on one side of the split (or are the whole flat index). Non-affine parts are kept as
+    opaque atoms (compared structurally).
+    """
+    names: dict[str, Digit] = {}
+    mapping: dict[str, Expr] = {}
+    for v, d in digits.items():
+        if d is None:
+            mapping[v] = Const(0)
+        else:
+            names[_digit_name(d)] = d
+            mapping[v] = Var(_digit_name(d))
+    f = linear_form(substitute_vars(index, mapping))
+    terms: dict[Digit, int] = {}
+    other: dict[str, int] = {}
+    for atom, k in f.coeffs:
+        d = _as_digit(atom, names)
+        if d is None:
+            key = repr(_strip(atom))
+            other[key] = other.get(key, 0) + k
+            continue
+        for dd, kk in _unflatten(d, flats or {}):
+            terms[dd] = terms.get(dd, 0) + k * kk
+    merged = _merge_digits(terms, extents)
+    items = [(_digit_name(d), k) for d, k in merged.items() if k != 0]
+    items += [(a, k) for a, k in other.items() if k != 0]
+    return tuple(sorted(items)), f.const
+
+
+def _as_digit(e: Expr, names: Mapping[str, Digit]) -> Digit | None:
+    if isinstance(e, Var):
+        return names.get(e.name)
+    if isinstance(e, Binary) and e.op in ("floordiv", "mod") and isinstance(e.b, Const):
+        c = int(e.b.value)
+        d = _as_digit(e.a, names)
+        if d is None or c <= 0:
+            return None
+        if e.op == "floordiv":
+            if d.mod is None:
+                return Digit(d.base, d.div * c, None)
+            return Digit(d.base, d.div * c, d.mod // c) if d.mod % c == 0 else None
+        if d.mod is None or d.mod % c == 0:
+            return Digit(d.base, d.div, c)
+    return None
+
+
+def _unflatten(d: Digit, flats: Mapping[str, Flat]) -> list[tuple[Digit, int]]:
+    flat = flats.get(d.base)
+    if flat is None:
+        return [(d, 1)]
+    r = flat.inner_extent
+    if d.div == 1 and d.mod is None:
+        return [(Digit(flat.outer, 1, None), r), (Digit(flat.inner, 1, None), 1)]
+    if d.div % r == 0:
+        return [(Digit(flat.outer, d.div // r, d.mod), 1)]
+    if d.mod is not None and r % (d.div * d.mod) == 0:
+        return [(Digit(flat.inner, d.div, d.mod), 1)]
+    return [(d, 1)]
+
+
+def _strip(e: Expr) -> Expr:
+    return transform(e, lambda n: replace(n, dtype=None) if n.dtype is not None else None)
+
+
+def _merge_digits(terms: dict[Digit, int], extents: Mapping[str, int]) -> dict[Digit, int]:
+    """Merge `c*(b//p % m) + c*m*(b//(p*m) % n)` into `c*(b//p % (m*n))` until nothing changes."""
+    out = {_normal(d, extents): k for d, k in terms.items() if k != 0}
+    changed = True
+    while changed:
+        changed = False
+        for d1, k1 in sorted(out.items(), key=lambda t: (t[0].base, t[0].div)):
+            if d1.mod is None:
+                continue
+            for d2, k2 in out.items():
+                if d2.base == d1.base and d2.div == d1.div * d1.mod and k2 == k1 * d1.mod:
+                    new = _normal(
+                        Digit(d1.base, d1.div, None if d2.mod is None else d1.mod * d2.mod), extents
+                    )
+                    del out[d1], out[d2]
+                    out[new] = out.get(new, 0) + k1
+                    changed = True
+                    break
+            if changed:
+                break
+    return out
+
+
+def _normal(d: Digit, extents: Mapping[str, int]) -> Digit:
+    ext = extents.get(d.base)
+    if d.mod is not None and ext is not None and d.div * d.mod >= ext:
+        return Digit(d.base, d.div, None)
+    return d

@@ -1,0 +1,943 @@
+"""One compute launch -> the source of one `@triton.jit` kernel.
+
+Every value is a named temporary (`tmpN`, counters, never hashes) CSE'd by its right-hand side;
+a statement lives in the outermost scope where its operands exist (loads that vary only along x
+are hoisted out of a looped reduction's r loop), and statements that feed no store are dropped
+at the end. Fused reads are replaced by the producer's value rounded through the buffer's dtype
+(what a store and a reload would give); arithmetic runs in float32 for float16/bfloat16.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError, wrap_int
+from fuseopt.codegen.indexing import Digit, Flat, canonical_index
+from fuseopt.codegen.layout import LINE_LENGTH, truncate_comment, wrap
+from fuseopt.codegen.rules import (
+    KERNEL_NAME_OF,
+    POW_BY_CONST,
+    binary_rule,
+    reduction_rule,
+    unary_rule,
+)
+from fuseopt.codegen.schedule import Placement, axes_base, digits_of
+from fuseopt.codegen.tiling import LaunchConfig, Tiling
+from fuseopt.ir.bounds import interval, linear_form
+from fuseopt.ir.dtypes import DType, compute_dtype, promote
+from fuseopt.ir.expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    IndexValue,
+    Load,
+    Masked,
+    Reduce,
+    Unary,
+    Var,
+    Where,
+    to_text,
+)
+from fuseopt.ir.graph import Graph
+from fuseopt.ir.typecheck import BINARY_RESULT, UNARY_RESULT
+
+Literal = int | float | bool
+# Helpers that call tensor methods on their operands: Python literals must be materialised first.
+_TENSOR_HELPERS = ("_pow(", "_ipow(", "_atan2(")
+
+
+@dataclass(frozen=True)
+class Val:
+    """A Triton value: a temporary's name, or a Python literal still weakly typed (`const`)."""
+
+    text: str
+    dtype: DType  # what the Triton value holds (float32 for float16/bfloat16 arithmetic)
+    axes: tuple[str, ...] = ()  # kernel axes it varies along
+    level: int = 0  # 0: kernel scope, 1: inside the current reduction loop
+    names: tuple[str, ...] = ()  # temporaries the text refers to
+    const: Literal | None = None
+
+    @property
+    def literal(self) -> bool:
+        return self.const is not None
+
+
+@dataclass
+class Stmt:
+    text: str
+    defines: str | None
+    uses: tuple[str, ...]
+    effect: bool = False
+
+
+@dataclass
+class LoopBlock:
+    header: str
+    body: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EmittedKernel:
+    name: str
+    source: str
+    args: tuple[str, ...]  # buffer names, in parameter order
+    numels: tuple[tuple[str, int], ...]  # (parameter, value)
+    tiling: Tiling
+
+
+def _fmt_float(v: float) -> str:
+    if v != v:
+        return 'float("nan")'
+    if v in (float("inf"), float("-inf")):
+        return 'float("inf")' if v > 0 else 'float("-inf")'
+    return repr(float(v))
+
+
+def literal_text(value: Literal, dtype: DType) -> str:
+    if dtype.is_float:
+        return _fmt_float(float(value))
+    return str(wrap_int(int(value), dtype))
+
+
+def _is_weak(e: Expr) -> bool:
+    """Mirrors the type checker: literals, and same-dtype ops of literals, are weak."""
+    if isinstance(e, Const):
+        return True
+    if isinstance(e, Unary):
+        return UNARY_RESULT.get(e.op) == "same" and _is_weak(e.x)
+    if isinstance(e, Binary):
+        return BINARY_RESULT.get(e.op) == "promote" and _is_weak(e.a) and _is_weak(e.b)
+    if isinstance(e, Where):
+        return _is_weak(e.a) and _is_weak(e.b)
+    return False
+
+
+def kernel_ops(placements: Sequence[Placement]) -> list[str]:
+    """Op names of the nodes' values in evaluation order (indices excluded), for the kernel's name."""
+    ops: dict[str, None] = {}
+
+    def visit(e: Expr) -> None:
+        if isinstance(e, Load | Var | Const):
+            return
+        if isinstance(e, IndexValue):
+            ops["index"] = None
+            return
+        for c in e.children():
+            visit(c)
+        if isinstance(e, Binary | Unary | Reduce):
+            ops[KERNEL_NAME_OF.get(e.op, e.op)] = None
+        elif isinstance(e, Where):
+            ops["where"] = None
+        elif isinstance(e, Cast):
+            ops["to_dtype"] = None
+        elif isinstance(e, Masked):
+            ops["masked"] = None
+
+    for p in placements:
+        visit(p.node.value)
+    return list(ops)
+
+
+def kernel_name(tiling: Tiling, position: int, max_ops: int = 5) -> str:
+    prefix = "poi" if tiling.launch.kind == "pointwise" else "per" if tiling.persistent else "red"
+    ops = kernel_ops(tiling.launch.placements)[:max_ops]
+    return f"triton_{prefix}_fused_{'_'.join(ops) or 'copy'}_{position}"
+
+
+class _NodeCtx:
+    def __init__(self, p: Placement, digits: dict[str, Digit | None]):
+        self.p = p
+        self.digits = digits
+        self.ranges = p.node.var_sizes
+
+
+class KernelEmitter:
+    """Emits one kernel; `emit()` returns its source and call signature."""
+
+    def __init__(self, graph: Graph, tiling: Tiling, name: str):
+        self.graph = graph
+        self.t = tiling
+        self.launch = tiling.launch
+        self.name = name
+        self.axes = {a.name: a for a in self.launch.axes}
+        if self.launch.kind == "pointwise":
+            self.dims: tuple[str, ...] = ("y", "x") if "y" in self.axes else ("x",)
+        else:
+            self.dims = ("x", "r0_")
+        self.idt = tiling.index_dtype
+        self.top: list[Stmt | LoopBlock] = []
+        self.loop: LoopBlock | None = None
+        self.caches: list[dict[str, Val]] = [{}, {}]
+        self.counters: dict[str, int] = {}
+        self.produced = self.launch.producer()
+        self.order = {p.node.name: i for i, p in enumerate(self.launch.placements)}
+        self.results: dict[str, Val] = {}
+        self.pending: list[Callable[[], None]] = []
+        self.axis_val: dict[str, Val] = {}
+        self.mask_val: dict[str, Val] = {}
+        self.loads: dict[str, None] = {}
+        self.narrow: dict[str, Val] = {}  # float32 temporary -> the float16/bfloat16 value it widens
+        self.extents = {axes_base((a.name,)): a.numel for a in self.launch.axes}
+        sizes = {a.name: a.numel for a in self.launch.axes}
+        self.ctxs = {p.node.name: _NodeCtx(p, digits_of(p, sizes)) for p in self.launch.placements}
+        self.flats: dict[str, Flat] = {}
+        for p in self.launch.placements:
+            for seg in p.segments:
+                if len(seg.axes) > 1:
+                    outer, inner = self.axes[seg.axes[0]], self.axes[seg.axes[-1]]
+                    self.extents[axes_base(seg.axes)] = outer.numel * inner.numel
+                    self.flats[axes_base(seg.axes)] = Flat(outer.index, inner.index, inner.numel)
+
+    # -- statements ---------------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        n = self.counters.get(prefix, 0)
+        self.counters[prefix] = n + 1
+        return f"{prefix}{n}"
+
+    def _place(self, stmt: Stmt, level: int) -> None:
+        if level >= 1:
+            assert self.loop is not None
+            self.loop.body.append(stmt)
+        else:
+            self.top.append(stmt)
+
+    def emit(
+        self,
+        rhs: str,
+        deps: Sequence[Val],
+        dtype: DType,
+        *,
+        prefix: str = "tmp",
+        name: str | None = None,
+        axes: tuple[str, ...] | None = None,
+        level: int | None = None,
+    ) -> Val:
+        lvl = max((d.level for d in deps), default=0) if level is None else level
+        hit = self.caches[lvl].get(rhs)
+        if hit is not None:
+            return hit
+        out = name or self.fresh(prefix)
+        ax = self.union(*(d.axes for d in deps)) if axes is None else axes
+        self._place(Stmt(f"{out} = {rhs}", out, self.uses(deps)), lvl)
+        v = Val(out, dtype, ax, lvl, (out,))
+        self.caches[lvl][rhs] = v
+        return v
+
+    def effect(self, text: str, deps: Sequence[Val], level: int | None = None) -> None:
+        lvl = max((d.level for d in deps), default=0) if level is None else level
+        self._place(Stmt(text, None, self.uses(deps), effect=True), lvl)
+
+    def define(self, text: str, name: str, deps: Sequence[Val], level: int = 0) -> None:
+        """A statement defining `name` that is not a plain `name = rhs` (tuple unpacking, ...)."""
+        self._place(Stmt(text, name, self.uses(deps)), level)
+
+    @staticmethod
+    def uses(deps: Sequence[Val]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for d in deps for n in d.names))
+
+    def union(self, *axes: tuple[str, ...]) -> tuple[str, ...]:
+        have = {a for ax in axes for a in ax}
+        return tuple(a for a in self.dims if a in have)
+
+    def shape(self, axes: tuple[str, ...]) -> str:
+        return "[" + ", ".join(self.axes[d].block if d in axes else "1" for d in self.dims) + "]"
+
+    # -- literals and conversions -------------------------------------------------------------------
+    def materialize(self, v: Val, dtype: DType | None = None) -> Val:
+        if not v.literal:
+            return v
+        dt = dtype or v.dtype
+        assert v.const is not None
+        return self.emit(f"tl.full({self.shape(())}, {literal_text(v.const, dt)}, {TL_DTYPE[dt]})", [], dt)
+
+    def coerce(self, v: Val, dtype: DType) -> Val:
+        """`v` as a Triton value of `dtype` (a literal stays a weak Python literal where Triton's
+        own promotion gives exactly `dtype`)."""
+        if v.literal:
+            assert v.const is not None
+            if dtype in (DType.float32, DType.int32, DType.int64):
+                value: Literal = float(v.const) if dtype.is_float else wrap_int(int(v.const), dtype)
+                return Val(literal_text(value, dtype), dtype, const=value)
+            return self.materialize(v, dtype)
+        if v.dtype == dtype:
+            return v
+        if dtype == DType.bool:
+            return self.emit(f"{v.text} != 0", [v], dtype)
+        return self.emit(f"{v.text}.to({TL_DTYPE[dtype]})", [v], dtype)
+
+    def to_storage(self, v: Val, dtype: DType) -> Val:
+        """The value as stored in a buffer of `dtype` (rounded for float16/bfloat16)."""
+        if v.literal:
+            return self.materialize(v, dtype)
+        if v.dtype == dtype:
+            return v
+        narrow = self.narrow.get(v.text)
+        if narrow is not None and narrow.dtype == dtype:
+            return narrow
+        if dtype == DType.bool:
+            return self.emit(f"{v.text} != 0", [v], dtype)
+        if dtype.is_low_precision and v.dtype != DType.float32:
+            v = self.emit(f"{v.text}.to(tl.float32)", [v], DType.float32)
+        if dtype == DType.bfloat16:
+            return self.emit(f"_to_bf16({v.text})", [v], dtype)
+        return self.emit(f"{v.text}.to({TL_DTYPE[dtype]})", [v], dtype)
+
+    def from_storage(self, v: Val) -> Val:
+        cdt = compute_dtype(v.dtype)
+        if cdt == v.dtype:
+            return v
+        wide = self.emit(f"{v.text}.to({TL_DTYPE[cdt]})", [v], cdt)
+        self.narrow[wide.text] = v
+        return wide
+
+    # -- kernel axes -------------------------------------------------------------------------------
+    def prologue(self) -> None:
+        i64 = self.idt == DType.int64
+        pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
+        if self.dims == ("y", "x"):
+            p = self.emit("tl.program_id(0)", [], DType.int32, name="pid")
+            tiles = self.emit("tl.cdiv(xnumel, XBLOCK)", [], DType.int32, name="xtiles")
+            ytile = "(pid // xtiles).to(tl.int64)" if i64 else "(pid // xtiles)"
+            xtile = "(pid % xtiles).to(tl.int64)" if i64 else "(pid % xtiles)"
+            yoff = self.emit(f"{ytile} * YBLOCK", [p, tiles], self.idt, name="yoffset")
+            xoff = self.emit(f"{xtile} * XBLOCK", [p, tiles], self.idt, name="xoffset")
+            self.axis_val["y"] = self.emit(
+                "yoffset + tl.arange(0, YBLOCK)[:, None]", [yoff], self.idt, name="yindex", axes=("y",)
+            )
+            self.axis_val["x"] = self.emit(
+                "xoffset + tl.arange(0, XBLOCK)[None, :]", [xoff], self.idt, name="xindex", axes=("x",)
+            )
+        else:
+            xoff = self.emit(f"{pid} * XBLOCK", [], self.idt, name="xoffset")
+            rng = "tl.arange(0, XBLOCK)" + ("[:, None]" if len(self.dims) == 2 else "")
+            self.axis_val["x"] = self.emit(f"xoffset + {rng}", [xoff], self.idt, name="xindex", axes=("x",))
+        for a in self.dims:
+            if a != "r0_":
+                self._mask(a)
+        if "r0_" in self.axes and self.t.persistent:
+            self._r_axis("tl.arange(0, R0_BLOCK)[None, :]" + (".to(tl.int64)" if i64 else ""), [])
+
+    def _mask(self, a: str) -> None:
+        if a in self.t.masked:
+            ax = self.axes[a]
+            self.mask_val[a] = self.emit(
+                f"{ax.index} < {ax.numel_arg}", [self.axis_val[a]], DType.bool, name=ax.mask
+            )
+
+    def _r_axis(self, rhs: str, deps: list[Val]) -> None:
+        self.axis_val["r0_"] = self.emit(rhs, deps, self.idt, name="r0_index", axes=("r0_",))
+        self._mask("r0_")
+
+    def open_loop(self) -> None:
+        assert self.loop is None
+        self.loop = LoopBlock("for r0_offset in range(0, r0_numel, R0_BLOCK):")
+        self.caches[1] = {}
+        cast = ".to(tl.int64)" if self.idt == DType.int64 else ""
+        base = self.emit(
+            f"tl.arange(0, R0_BLOCK)[None, :]{cast}", [], self.idt, name="r0_base", axes=("r0_",)
+        )
+        offset = Val("r0_offset", DType.int32, (), 1, ())
+        self._r_axis("r0_offset + r0_base", [base, offset])
+
+    def close_loop(self) -> None:
+        assert self.loop is not None
+        self.top.append(self.loop)
+        self.loop = None
+        self.caches[1] = {}
+        self.axis_val.pop("r0_", None)
+        self.mask_val.pop("r0_", None)
+        pending, self.pending = self.pending, []
+        for fn in pending:
+            fn()
+
+    def base_val(self, base: str) -> Val:
+        for a in self.dims:
+            if base == self.axes[a].index:
+                return self.axis_val[a]
+        # A segment flattened over several axes (no loop boundary at the split).
+        names = base.removeprefix("flat_").split("_")
+        axes = [a for a in self.dims if a.rstrip("_") in names]
+        inner = self.axes[axes[-1]]
+        outer = self.axis_val[axes[0]]
+        return self.emit(
+            f"{outer.text} * {inner.numel} + {self.axis_val[inner.name].text}",
+            [outer, self.axis_val[inner.name]],
+            self.idt,
+            name=base,
+        )
+
+    def var(self, ctx: _NodeCtx, name: str) -> Val:
+        d = ctx.digits[name]
+        if d is None:
+            return Val("0", self.idt, const=0)
+        base = self.base_val(d.base)
+        if d.div == 1 and d.mod is None:
+            return base
+        prefix = base.axes[0] if len(base.axes) == 1 else "x"
+        return self.emit(d.rhs(), [base], self.idt, prefix=prefix)
+
+    # -- index expressions --------------------------------------------------------------------------
+    def index(self, e: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
+        """An integer index over the node's loop variables as an expression text (not a statement)."""
+        f = linear_form(e)
+        const = f.const
+        terms: list[tuple[int, Val]] = []
+        for atom, k in f.coeffs:
+            a = self.index_atom(atom, ctx, conds)
+            if a.const is not None:
+                const += k * int(a.const)
+            else:
+                terms.append((k, a))
+        if not terms:
+            return Val(str(const), self.idt, const=const)
+        text = ""
+        for k, a in terms:
+            term = a.text if k in (1, -1) else f"{abs(k)} * {_paren(a.text)}"
+            if not text:
+                text = term if k > 0 else f"-{_paren(term)}"
+            else:
+                text += f" {'+' if k > 0 else '-'} {term}"
+        if const:
+            text += f" {'+' if const > 0 else '-'} {abs(const)}"
+        deps = [a for _, a in terms]
+        return Val(
+            text, self.idt, self.union(*(d.axes for d in deps)), max(d.level for d in deps), self.uses(deps)
+        )
+
+    def index_atom(self, atom: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
+        if isinstance(atom, Var):
+            return self.var(ctx, atom.name)
+        if isinstance(atom, Load):
+            v = self.load(atom, ctx, conds)
+            return (
+                v if v.dtype == self.idt else self.emit(f"{v.text}.to({TL_DTYPE[self.idt]})", [v], self.idt)
+            )
+        if isinstance(atom, Binary) and atom.op in ("floordiv", "mod") and isinstance(atom.b, Const):
+            c = int(atom.b.value)
+            a = self.index(atom.a, ctx, conds)
+            if a.literal:
+                assert a.const is not None
+                q = int(a.const) // c if atom.op == "floordiv" else int(a.const) % c
+                return Val(str(q), self.idt, const=q)
+            r = interval(atom.a, ctx.ranges)
+            if r is not None and r[0] >= 0:
+                sym = "//" if atom.op == "floordiv" else "%"
+                text = f"{_paren(a.text)} {sym} {c}"
+            else:
+                fn = "_floordiv_int" if atom.op == "floordiv" else "_remainder"
+                text = f"{fn}({a.text}, {c})"
+            return Val(text, self.idt, a.axes, a.level, a.names)
+        if isinstance(atom, Binary) and atom.op in ("mul", "minimum", "maximum"):
+            a, b = self.index(atom.a, ctx, conds), self.index(atom.b, ctx, conds)
+            if atom.op == "mul":
+                text = f"{_paren(a.text)} * {_paren(b.text)}"
+            else:
+                fn = "tl.minimum" if atom.op == "minimum" else "tl.maximum"
+                if a.literal and b.literal:
+                    assert a.const is not None and b.const is not None
+                    m = (min if atom.op == "minimum" else max)(int(a.const), int(b.const))
+                    return Val(str(m), self.idt, const=m)
+                text = f"{fn}({a.text}, {b.text})"
+            deps = [d for d in (a, b) if not d.literal]
+            return Val(text, self.idt, self.union(a.axes, b.axes), max(a.level, b.level), self.uses(deps))
+        raise CodegenError(f"node {ctx.p.node.name!r}: cannot emit index expression {to_text(atom)!r}")
+
+    # -- loads ----------------------------------------------------------------------------------------
+    def ptr(self, buffer: str) -> str:
+        return f"{buffer}_ptr"
+
+    def load(self, ld: Load, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
+        if ld.buffer in self.produced:
+            return self.fused_read(ld, ctx)
+        self.loads[ld.buffer] = None
+        idx = self.index(ld.index, ctx, conds)
+        buf = self.graph.buffer(ld.buffer)
+        mask_axes = self.union(idx.axes, *(c.axes for c in conds))
+        masks = [self.mask_val[a] for a in mask_axes if a in self.mask_val] + list(conds)
+        addr = self.address(ld.buffer, idx, mask_axes)
+        args = addr
+        if masks:
+            other = "0.0" if buf.dtype.is_float else "0"
+            args += f", {' & '.join(m.text for m in masks)}, other={other}"
+        rhs = f"tl.load({args})"
+        cdt = compute_dtype(buf.dtype)
+        deps = [idx, *masks]
+        axes = self.union(idx.axes, mask_axes)
+        if cdt == buf.dtype:
+            return self.emit(rhs, deps, cdt, axes=axes)
+        indent = 8 if max(d.level for d in deps) else 4
+        if indent + len("tmp000 = ") + len(rhs) + len(".to(tl.float32)") <= LINE_LENGTH:
+            return self.emit(f"{rhs}.to({TL_DTYPE[cdt]})", deps, cdt, axes=axes)
+        # Too long for one line: load, then widen (a chained call would wrap awkwardly).
+        return self.from_storage(self.emit(rhs, deps, buf.dtype, axes=axes))
+
+    def address(self, buffer: str, idx: Val, axes: tuple[str, ...]) -> str:
+        """`ptr + index`, widened to `axes` when the index alone has fewer (so that the pointer
+        carries the shape of its mask or value); a one-element access is a [1] tensor, never a
+        0-d scalar, like every other value."""
+        text = idx.text
+        target = self.union(idx.axes, axes)
+        if set(target) - set(idx.axes) or not idx.axes:
+            shape, dt = self.shape(target), TL_DTYPE[self.idt]
+            text = (
+                f"tl.full({shape}, {text}, {dt})"
+                if idx.literal
+                else f"{_paren(text)} + tl.zeros({shape}, {dt})"
+            )
+        return f"{self.ptr(buffer)} + {_paren(text)}"
+
+    def fused_read(self, ld: Load, ctx: _NodeCtx) -> Val:
+        p = self.produced[ld.buffer]
+        mine = canonical_index(ld.index, ctx.digits, self.extents, self.flats)
+        theirs = canonical_index(p.node.store.index, self.ctxs[p.node.name].digits, self.extents, self.flats)
+        if mine != theirs:
+            raise CodegenError(
+                f"plan kernel {self.launch.plan_kernel!r}: {ctx.p.node.name!r} reads {ld.buffer}"
+                f"[{to_text(ld.index)}], which is not the element {p.node.name!r} writes at the same point "
+                f"({ld.buffer}[{to_text(p.node.store.index)}]); these nodes cannot share a kernel as planned"
+            )
+        v = self.node_value(p)
+        return self.from_storage(self.to_storage(v, self.graph.buffer(ld.buffer).dtype))
+
+    def node_value(self, p: Placement) -> Val:
+        if p.role == "reduction":
+            res = self.results.get(p.node.name)
+            if res is None:
+                raise CodegenError(
+                    f"plan kernel {self.launch.plan_kernel!r}: the result of reduction {p.node.name!r} is "
+                    "read before the reduction finishes"
+                )
+            return res
+        return self.value(p.node.value, self.ctxs[p.node.name], ())
+
+    # -- values -----------------------------------------------------------------------------------------
+    def value(self, e: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
+        assert e.dtype is not None
+        if isinstance(e, Const):
+            return Val(literal_text(e.value, e.dtype), e.dtype, const=e.value)
+        if isinstance(e, Load):
+            return self.load(e, ctx, conds)
+        if isinstance(e, Var | IndexValue):
+            idx = self.index(e if isinstance(e, Var) else e.index, ctx, conds)
+            if idx.literal:
+                assert idx.const is not None
+                return Val(str(idx.const), DType.int64, const=int(idx.const))
+            rhs = idx.text if self.idt == DType.int64 else f"({idx.text}).to(tl.int64)"
+            return self.emit(rhs, [idx], DType.int64)
+        if isinstance(e, Masked):
+            return self.masked(e, ctx, conds)
+        if isinstance(e, Where):
+            c = self.materialize(self.coerce(self.value(e.cond, ctx, conds), DType.bool))
+            res = compute_dtype(e.dtype)
+            a = self.coerce(self.value(e.a, ctx, conds), res)
+            b = self.coerce(self.value(e.b, ctx, conds), res)
+            if a.literal and b.literal:
+                a = self.materialize(a, res)
+            return self.emit(f"tl.where({c.text}, {a.text}, {b.text})", [c, a, b], res)
+        if isinstance(e, Cast):
+            return self.cast(self.value(e.x, ctx, conds), e.to)
+        if isinstance(e, Unary):
+            return self.unary(e, self.value(e.x, ctx, conds))
+        if isinstance(e, Binary):
+            return self.binary(e, self.value(e.a, ctx, conds), self.value(e.b, ctx, conds))
+        if isinstance(e, Reduce):
+            raise CodegenError(f"node {ctx.p.node.name!r}: a reduction inside an expression")
+        raise CodegenError(f"node {ctx.p.node.name!r}: no Triton rule for {type(e).__name__}")
+
+    def masked(self, e: Masked, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
+        assert e.dtype is not None
+        c = self.coerce(self.value(e.cond, ctx, conds), DType.bool)
+        res = compute_dtype(e.dtype)
+        if c.literal:
+            taken = e.body if c.const else e.other
+            return self.coerce(self.value(taken, ctx, conds), res)
+        body = self.coerce(self.value(e.body, ctx, (*conds, c)), res)
+        other = self.coerce(self.value(e.other, ctx, conds), res)
+        if body.literal and other.literal:
+            body = self.materialize(body, res)
+        return self.emit(f"tl.where({c.text}, {body.text}, {other.text})", [c, body, other], res)
+
+    def cast(self, v: Val, to: DType) -> Val:
+        if v.literal:
+            v = self.materialize(v)
+        stored = self.to_storage(v, to)
+        return self.from_storage(stored)
+
+    def unary(self, e: Unary, x: Val) -> Val:
+        assert e.dtype is not None and e.x.dtype is not None
+        res = compute_dtype(e.dtype)
+        if e.op == "neg" and x.literal:
+            assert x.const is not None
+            return Val(literal_text(-x.const, x.dtype), x.dtype, const=-x.const)
+        rule = unary_rule(e.op)
+        operand = res if UNARY_RESULT.get(e.op) == "float" else compute_dtype(e.x.dtype)
+        xv = self.materialize(self.coerce(x, operand), operand)
+        template = rule.template(operand)
+        if template is None:
+            raise CodegenError(f"unary op {e.op!r} is not defined on {e.x.dtype.value} values", code="op")
+        if template == "{x}":
+            return xv
+        return self.emit(template.format(x=xv.text), [xv], res)
+
+    def binary(self, e: Binary, a: Val, b: Val) -> Val:
+        assert e.dtype is not None and e.a.dtype is not None and e.b.dtype is not None
+        res = compute_dtype(e.dtype)
+        rule = binary_rule(e.op)
+        if BINARY_RESULT.get(e.op) == "bool":
+            operand = compute_dtype(promote(e.a.dtype, e.b.dtype, a_weak=_is_weak(e.a), b_weak=_is_weak(e.b)))
+        else:
+            operand = res
+        av, bv = self.coerce(a, operand), self.coerce(b, operand)
+        template: str | None
+        if e.op == "pow" and operand.is_float and bv.literal and float(bv.const or 0) in POW_BY_CONST:
+            template = POW_BY_CONST[float(bv.const or 0)]
+            if template == "1":
+                return Val(literal_text(1, res), res, const=1.0)
+            if template == "{a}":
+                return self.materialize(av, operand)
+        else:
+            template = rule.template(operand)
+        if template is None:
+            raise CodegenError(f"binary op {e.op!r} is not defined on {operand.value} values", code="op")
+        if av.literal and bv.literal or (av.literal and "{b}" not in template):
+            av = self.materialize(av, operand)
+        if template.startswith(_TENSOR_HELPERS):
+            av, bv = self.materialize(av, operand), self.materialize(bv, operand)
+        return self.emit(template.format(a=av.text, b=bv.text), [av, bv], res)
+
+    # -- stores and nodes ----------------------------------------------------------------------------
+    def store(self, p: Placement, v: Val) -> None:
+        node = p.node
+        if node.output not in self.launch.stores:
+            return
+        ctx = self.ctxs[node.name]
+        sv = self.to_storage(v, self.graph.buffer(node.output).dtype)
+        idx = self.index(node.store.index, ctx, ())
+        region = p.axes
+        masks = [self.mask_val[a] for a in region if a in self.mask_val]
+        target = self.union(idx.axes, sv.axes, region if masks else ())
+        addr = self.address(node.output, idx, target)
+        mask = f", {' & '.join(m.text for m in masks)}" if masks else ""
+        self.effect(f"tl.store({addr}, {sv.text}{mask})", [idx, sv, *masks])
+
+    def pointwise(self, p: Placement) -> None:
+        self.store(p, self.value(p.node.value, self.ctxs[p.node.name], ()))
+
+    def reduction(self, p: Placement) -> None:
+        red = p.node.value
+        assert isinstance(red, Reduce) and red.dtype is not None and red.x.dtype is not None
+        rule = reduction_rule(red.op)
+        v = self.value(red.x, self.ctxs[p.node.name], ())
+        if red.op in ("sum", "prod"):
+            acc = compute_dtype(red.dtype)
+        elif red.op == "any":
+            v = self.coerce(v, DType.bool)
+            acc = DType.int8
+        else:
+            acc = compute_dtype(red.x.dtype)
+            if acc == DType.bool:
+                acc = DType.int8
+        v = self.materialize(self.coerce(v, acc), acc)
+        ident = self.identity(rule.identity, acc)
+        full = ("x", "r0_")
+        back_to_bool = red.dtype == DType.bool
+
+        def finish(res: Val) -> None:
+            if back_to_bool:
+                res = self.emit(f"{res.text} != 0", [res], DType.bool)
+            self.results[p.node.name] = res
+            self.store(p, res)
+
+        r0 = self.mask_val.get("r0_")
+        final = rule.final.template(acc)
+        if final is None:
+            raise CodegenError(
+                f"reduction {red.op!r} is not defined on {red.x.dtype.value} values", code="op"
+            )
+        if self.t.persistent:
+            vt = v
+            if v.axes != full:
+                vt = self.emit(f"tl.broadcast_to({v.text}, [XBLOCK, R0_BLOCK])", [v], acc, axes=full)
+            if r0 is not None:
+                vt = self.emit(f"tl.where(r0_mask, {vt.text}, {ident})", [r0, vt], acc)
+            deps = [vt]
+            itext = ""
+            if rule.pair:
+                iv = self.emit(
+                    "tl.broadcast_to(r0_index, [XBLOCK, R0_BLOCK]).to(tl.int64)",
+                    [self.axis_val["r0_"]],
+                    DType.int64,
+                    axes=full,
+                )
+                deps.append(iv)
+                itext = iv.text
+            out = DType.int64 if rule.pair else acc
+            finish(self.emit(f"{final.format(v=vt.text, i=itext)}[:, None]", deps, out, axes=("x",)))
+            return
+
+        name = self.fresh("_acc")
+        self.define(f"{name} = tl.full([XBLOCK, R0_BLOCK], {ident}, {TL_DTYPE[acc]})", name, [])
+        accv = Val(name, acc, full, 0, (name,))
+        if rule.pair:
+            iname = f"{name}_index"
+            self.define(f"{iname} = tl.full([XBLOCK, R0_BLOCK], 0, tl.int64)", iname, [])
+            ridx = self.emit("r0_index.to(tl.int64)", [self.axis_val["r0_"]], DType.int64)
+            nxt, inxt = f"{name}_next", f"{iname}_next"
+            iv = Val(iname, DType.int64, full, 0, (iname,))
+            self.effect(
+                f"{nxt}, {inxt} = {rule.combine}({name}, {iname}, {v.text}, {ridx.text})",
+                [accv, iv, v, ridx],
+                1,
+            )
+            nv = Val(nxt, acc, full, 1, (nxt, inxt))
+            if r0 is not None:
+                self.effect(f"{name} = tl.where(r0_mask, {nxt}, {name})", [nv, r0], 1)
+                self.effect(f"{iname} = tl.where(r0_mask, {inxt}, {iname})", [nv, r0], 1)
+            else:
+                self.effect(f"{name} = {nxt}", [nv], 1)
+                self.effect(f"{iname} = {inxt}", [nv], 1)
+
+            def fin_pair() -> None:
+                text = final.format(v=name, i=iname)
+                finish(self.emit(f"{text}[:, None]", [accv, iv], DType.int64, axes=("x",)))
+
+            self.pending.append(fin_pair)
+            return
+        combined = rule.combine.format(a=name, b=v.text)
+        if r0 is not None:
+            self.effect(f"{name} = tl.where(r0_mask, {combined}, {name})", [accv, v, r0], 1)
+        else:
+            self.effect(f"{name} = {combined}", [accv, v], 1)
+
+        def fin() -> None:
+            finish(self.emit(f"{final.format(v=name)}[:, None]", [accv], acc, axes=("x",)))
+
+        self.pending.append(fin)
+
+    @staticmethod
+    def identity(kind: str, dtype: DType) -> str:
+        if kind == "zero":
+            return literal_text(0, dtype)
+        if kind == "one":
+            return literal_text(1, dtype)
+        if dtype.is_float:
+            return 'float("-inf")' if kind == "lowest" else 'float("inf")'
+        lo, hi = INT_RANGE[dtype]
+        return str(lo if kind == "lowest" else hi)
+
+    # -- driver -------------------------------------------------------------------------------------------
+    def body(self) -> None:
+        self.prologue()
+        ps = self.launch.placements
+        if self.launch.kind == "pointwise" or self.t.persistent:
+            for p in ps:
+                if p.role == "reduction":
+                    self.reduction(p)
+                else:
+                    self.pointwise(p)
+            return
+        phase, post = self.phases()
+        for k in range(max(phase.values(), default=-1) + 1):
+            inside = [p for p in ps if phase.get(p.node.name) == k]
+            if inside:
+                self.open_loop()
+                for p in inside:
+                    if p.role == "reduction":
+                        self.reduction(p)
+                    else:
+                        self.pointwise(p)
+                self.close_loop()
+            for p in ps:
+                if post.get(p.node.name) == k:
+                    self.pointwise(p)
+
+    def phases(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Which r loop each inner/reduction node runs in and after which loop each epilogue runs:
+        a value that needs a finished reduction opens the next loop."""
+        phase: dict[str, int] = {}
+        post: dict[str, int] = {}
+        for p in self.launch.placements:
+            deps = [self.produced[b] for b in p.node.read_buffers() if b in self.produced]
+            if p.role == "epilogue":
+                k = 0
+                for d in deps:
+                    if d.role == "inner":
+                        raise CodegenError(
+                            f"plan kernel {self.launch.plan_kernel!r}: epilogue {p.node.name!r} reads "
+                            f"{d.node.output!r}, a value of the reduction loop"
+                        )
+                    k = max(k, phase[d.node.name] if d.role == "reduction" else post[d.node.name])
+                post[p.node.name] = k
+            else:
+                k = 0
+                for d in deps:
+                    if d.role == "reduction":
+                        k = max(k, phase[d.node.name] + 1)
+                    elif d.role == "epilogue":
+                        k = max(k, post[d.node.name] + 1)
+                    else:
+                        k = max(k, phase[d.node.name])
+                phase[p.node.name] = k
+        return phase, post
+
+    def emit_kernel(self) -> EmittedKernel:
+        self.body()
+        assert self.loop is None
+        items = _renumber(_dead_code(self.top))
+        used = {n for it in items for s in (it.body if isinstance(it, LoopBlock) else [it]) for n in s.uses}
+        used |= {
+            name
+            for it in items
+            for s in (it.body if isinstance(it, LoopBlock) else [it])
+            for name in _names_in(s.text)
+        }
+        args = [b for b in self.loads if self.ptr(b) in used] + list(self.launch.stores)
+        numels = [(a.numel_arg, a.numel) for a in self.launch.axes]
+        blocks = [a.block for a in self.launch.axes]
+        params = [self.ptr(b) for b in args] + [n for n, _ in numels] + [f"{b}: tl.constexpr" for b in blocks]
+        lines: list[str] = []
+        lines.extend(self.header())
+        lines.append("@triton.jit")
+        sig = f"def {self.name}({', '.join(params)}):"
+        if len(sig) > LINE_LENGTH:
+            lines.append(f"def {self.name}(")
+            lines.extend(f"    {p}," for p in params)
+            lines.append("):")
+        else:
+            lines.append(sig)
+        for it in items:
+            if isinstance(it, LoopBlock):
+                lines.append(f"    {it.header}")
+                for s in it.body:
+                    lines.extend(wrap(f"        {s.text}"))
+            else:
+                lines.extend(wrap(f"    {it.text}"))
+        return EmittedKernel(self.name, "\n".join(lines) + "\n", tuple(args), tuple(numels), self.t)
+
+    def header(self) -> list[str]:
+        t = self.t
+        launch = self.launch
+        shape = " x ".join(f"{a.name.rstrip('_')}={a.numel}" for a in launch.axes)
+        style = {
+            ("pointwise", 1): "pointwise",
+            ("pointwise", 2): "pointwise, 2D tile (transposed access)",
+        }.get((launch.kind, len(launch.axes)), "persistent reduction" if t.persistent else "looped reduction")
+        src = f"plan kernel {launch.plan_kernel}"
+        if launch.epilogue_of:
+            src += f" (epilogue of template {launch.epilogue_of})"
+        out = [truncate_comment(f"# {src}: {style}, {shape}")]
+        for p in launch.placements:
+            stored = "" if p.node.output in launch.stores else "  [not stored]"
+            loops = ", ".join(f"{lv.name}={lv.size}" for lv in (*p.node.loops, *p.node.reduce))
+            text = f"{to_text(p.node.store)} = {to_text(p.node.value)}"
+            head = f"#   {p.node.name} [{loops}]: "
+            room = LINE_LENGTH - len(head) - len(stored)
+            if len(text) > room:
+                text = text[: max(room - 3, 10)] + "..."
+            out.append(truncate_comment(f"{head}{text}{stored}"))
+        if t.autotune:
+            out.append("@triton.autotune(")
+            out.append("    configs=[")
+            out.extend(f"        {config_text(c)}," for c in t.autotune)
+            out.append("    ],")
+            keys = ", ".join(f'"{a.numel_arg}"' for a in launch.axes)
+            out.append(f"    key=[{keys}],")
+            out.append(")")
+        return out
+
+
+def config_text(c: LaunchConfig) -> str:
+    blocks = ", ".join(f'"{k}": {v}' for k, v in c.blocks)
+    return f"triton.Config({{{blocks}}}, num_warps={c.num_warps})"
+
+
+def _paren(text: str) -> str:
+    """Parenthesise a compound expression (anything but a name, a number, a call or an attribute)."""
+    if text.lstrip("-").isdigit():
+        return f"({text})" if text.startswith("-") else text
+    depth = 0
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            return f"({text})"
+    return f"({text})" if text.startswith("-") else text
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _names_in(text: str) -> list[str]:
+    out: list[str] = []
+    cur = ""
+    for ch in text + " ":
+        if ch in _NAME_CHARS:
+            cur += ch
+        else:
+            if cur and not cur[0].isdigit():
+                out.append(cur)
+            cur = ""
+    return out
+
+
+_TEMP = re.compile(r"\b(tmp|x|y|r0_)(\d+)\b")
+
+
+def _renumber(items: list[Stmt | LoopBlock]) -> list[Stmt | LoopBlock]:
+    """Number temporaries (tmpN, xN, yN, r0_N) in the order their definitions appear."""
+    stmts = [s for it in items for s in (it.body if isinstance(it, LoopBlock) else [it])]
+    names: dict[str, str] = {}
+    counters: dict[str, int] = {}
+    for s in stmts:
+        if s.defines is None:
+            continue
+        m = _TEMP.fullmatch(s.defines)
+        if m and s.defines not in names:
+            n = counters.get(m.group(1), 0)
+            counters[m.group(1)] = n + 1
+            names[s.defines] = f"{m.group(1)}{n}"
+
+    def sub(text: str) -> str:
+        return _TEMP.sub(lambda m: names.get(m.group(0), m.group(0)), text)
+
+    out: list[Stmt | LoopBlock] = []
+    for it in items:
+        if isinstance(it, LoopBlock):
+            out.append(
+                LoopBlock(it.header, [Stmt(sub(s.text), s.defines, s.uses, s.effect) for s in it.body])
+            )
+        else:
+            out.append(Stmt(sub(it.text), it.defines, it.uses, it.effect))
+    return out
+
+
+def _dead_code(items: list[Stmt | LoopBlock]) -> list[Stmt | LoopBlock]:
+    """Drop statements whose names nothing kept uses (stores and accumulator updates are kept)."""
+    stmts = [s for it in items for s in (it.body if isinstance(it, LoopBlock) else [it])]
+    live: set[str] = set()
+    keep: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if id(s) in keep:
+                continue
+            if s.effect or (s.defines is not None and s.defines in live):
+                keep.add(id(s))
+                live.update(s.uses)
+                live.update(_names_in(s.text.split(" = ", 1)[1] if s.defines is not None else s.text))
+                changed = True
+    out: list[Stmt | LoopBlock] = []
+    for it in items:
+        if isinstance(it, LoopBlock):
+            body = [s for s in it.body if id(s) in keep]
+            if any(s.effect for s in body):
+                out.append(LoopBlock(it.header, body))
+        elif id(it) in keep:
+            out.append(it)
+    return out

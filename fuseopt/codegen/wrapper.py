@@ -1,0 +1,202 @@
+"""The generated module as a whole: imports, helpers, kernels and the `call` wrapper.
+
+`call(inputs)` takes flat storages (1-D tensors of each buffer's storage size, keyed by buffer
+name), allocates the materialised buffers, launches the kernels in plan order (torch for extern
+and template nodes, on the logical as_strided views) and returns the output storages; with
+`intermediates=True` it also returns the materialised intermediates. Fused-away intermediates
+never exist. The module needs only torch and triton.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+
+from fuseopt.codegen.common import TORCH_DTYPE
+from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, kernel_name
+from fuseopt.codegen.layout import truncate_comment, wrap
+from fuseopt.codegen.rules import HELPERS, helper_closure, helpers_used, library_rule
+from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
+from fuseopt.codegen.tiling import CodegenOptions, choose_tiling
+from fuseopt.ir.graph import BufferInfo, Graph
+from fuseopt.plan import Plan
+
+_RUNTIME = """\
+def _input(inputs: dict[str, torch.Tensor], name: str, size: int, dtype: torch.dtype) -> torch.Tensor:
+    t = inputs[name]
+    if t.dtype != dtype or t.dim() != 1 or t.numel() != size:
+        raise ValueError(
+            f"input {name!r}: expected a flat {dtype} storage of {size} elements, "
+            f"got {t.dtype} of shape {tuple(t.shape)}"
+        )
+    return t.contiguous()
+
+
+def _empty(size: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    if not POISON:
+        return torch.empty(size, dtype=dtype, device=device)
+    if dtype.is_floating_point:
+        return torch.full((size,), float("nan"), dtype=dtype, device=device)
+    if dtype == torch.bool:
+        return torch.ones(size, dtype=dtype, device=device)
+    return torch.full((size,), torch.iinfo(dtype).max, dtype=dtype, device=device)
+
+
+def _view(
+    storage: torch.Tensor, shape: tuple[int, ...], stride: tuple[int, ...], offset: int
+) -> torch.Tensor:
+    return torch.as_strided(storage, shape, stride, offset)
+"""
+
+_DEFAULT_DEVICE = """\
+def _default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+"""
+
+_GRID = '''\
+def _grid(**numels: int):
+    """Launch grid of an autotuned kernel: one program per tile, for the config's block sizes."""
+
+    def grid(meta: dict[str, int]) -> tuple[int]:
+        n = 1
+        for block, numel in numels.items():
+            n *= triton.cdiv(numel, meta[block])
+        return (n,)
+
+    return grid
+'''
+
+_FIXED_NAMES = frozenset(
+    {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
+    | {"_input", "_empty", "_view", "_grid", "_default_device"}
+)
+
+
+def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
+    schedule = build_schedule(graph, plan)
+    kernels: list[EmittedKernel] = []
+    emitted_for: list[EmittedKernel | None] = []
+    for launch in schedule.launches:
+        if isinstance(launch, ComputeLaunch) and launch.stores:
+            tiling = choose_tiling(graph, launch, options)
+            emitted = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels))).emit_kernel()
+            kernels.append(emitted)
+            emitted_for.append(emitted)
+        else:
+            emitted_for.append(None)
+    names = _local_names(graph, [k.name for k in kernels])
+
+    body: list[str] = []
+    inputs = graph.inputs
+    for b in inputs:
+        body.append(f'{names[b.name]} = _input(inputs, "{b.name}", {b.storage_size}, {TORCH_DTYPE[b.dtype]})')
+    body.append(f"device = {names[inputs[0].name]}.device" if inputs else "device = _default_device()")
+    for name in schedule.materialised:
+        b = graph.buffer(name)
+        body.append(f"{names[name]} = _empty({b.storage_size}, {TORCH_DTYPE[b.dtype]}, device)")
+    for launch, k in zip(schedule.launches, emitted_for, strict=True):
+        body.append("")
+        if isinstance(launch, LibraryLaunch):
+            body.extend(_library_call(graph, launch, names))
+            continue
+        nodes = ", ".join(p.node.name for p in launch.placements)
+        if k is None:
+            body.append(f"# {launch.plan_kernel}: {nodes}: nothing to run (no output is read or returned)")
+            continue
+        body.append(f"# {launch.plan_kernel}: {nodes}")
+        body.append(_launch(k, names))
+    outputs = [b.name for b in graph.outputs]
+    extra = [n for n in schedule.materialised if graph.buffer(n).role == "intermediate"]
+    body.append("")
+    body.append("result = {" + ", ".join(f'"{n}": {names[n]}' for n in outputs) + "}")
+    if extra:
+        body.append("if intermediates:")
+        body.append("    result.update({" + ", ".join(f'"{n}": {names[n]}' for n in extra) + "})")
+    body.append("return result")
+
+    helpers = helper_closure([h for k in kernels for h in helpers_used(k.source)])
+    parts: list[str] = [_docstring(graph, plan, kernels, options)]
+    parts.append("import torch\nimport triton\nimport triton.language as tl\n")
+    parts.append(
+        "# fuseopt.runtime sets POISON for checked runs: fresh buffers then start as NaN (or the\n"
+        "# dtype's largest value), so an element no kernel writes cannot pass a comparison.\n"
+        "POISON = False\n"
+    )
+    parts.extend(HELPERS[h].source for h in helpers)
+    parts.extend(k.source for k in kernels)
+    parts.append(_RUNTIME)
+    if not inputs:
+        parts.append(_DEFAULT_DEVICE)
+    if options.autotune and kernels:
+        parts.append(_GRID)
+    call = [
+        "def call(inputs: dict[str, torch.Tensor], *, intermediates: bool = False) -> dict[str, torch.Tensor]:",
+        '    """Run the graph on flat input storages; returns flat output storages by buffer name."""',
+    ]
+    for line in body:
+        call.extend(wrap(f"    {line}") if line else [""])
+    parts.append("\n".join(call) + "\n")
+    text = parts[0].rstrip("\n") + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in parts[1:])
+    return text.replace("\n\n\n\n", "\n\n\n")
+
+
+def _docstring(graph: Graph, plan: Plan, kernels: list[EmittedKernel], options: CodegenOptions) -> str:
+    n_lib = sum(1 for k in plan.kernels if k.kind in ("extern", "template"))
+    tuned = "autotuned" if options.autotune else "fixed launch parameters"
+    return (
+        f'"""Triton kernels for graph {graph.name!r}, generated by fuseopt; do not edit.\n'
+        "\n"
+        f"Planned kernels: {len(plan.kernels)}; Triton kernels: {len(kernels)} ({tuned}); "
+        f"torch library calls: {n_lib}.\n"
+        "call(inputs) takes and returns flat storages: 1-D tensors of each buffer's storage size.\n"
+        '"""\n'
+    )
+
+
+def _local_names(graph: Graph, kernel_names: list[str]) -> dict[str, str]:
+    """Python names for buffers inside `call` (a buffer may be named like a keyword or a global)."""
+    taken = set(_FIXED_NAMES) | set(kernel_names) | set(HELPERS) | set(dir(builtins))
+    taken |= set(keyword.kwlist) | set(keyword.softkwlist)
+    out: dict[str, str] = {}
+    for b in graph.buffers:
+        name = b.name
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        out[b.name] = name
+    return out
+
+
+def _launch(k: EmittedKernel, names: dict[str, str]) -> str:
+    args = [names[b] for b in k.args] + [str(n) for _, n in k.numels]
+    t = k.tiling
+    axes = t.launch.axes
+    if t.autotune:
+        grid = "_grid(" + ", ".join(f"{a.block}={a.numel}" for a in axes if a.name != "r0_") + ")"
+    else:
+        c = t.config
+        grid = f"({c.grid(axes)},)"
+        args += [f"{name}={value}" for name, value in c.blocks] + [f"num_warps={c.num_warps}"]
+    return f"{k.name}[{grid}]({', '.join(args)})"
+
+
+def _view(b: BufferInfo, local: str) -> str:
+    return f"_view({local}, {tuple(b.shape)!r}, {tuple(b.stride)!r}, {b.offset})"
+
+
+def _library_call(graph: Graph, launch: LibraryLaunch, names: dict[str, str]) -> list[str]:
+    node = launch.node
+    template = library_rule(node.op)
+    views = [_view(graph.buffer(b), names[b]) for b in node.inputs]
+    out = graph.buffer(node.output)
+    lines = [f"# {launch.plan_kernel}: {node.name} ({node.kind} {node.op}, run by torch)"]
+    if node.kind == "template" and node.choices:
+        best = node.best_choice()
+        assert best is not None
+        choices = ", ".join(f"{c} {t}us" for c, t in node.choices)
+        lines.append(truncate_comment(f"    # template choices: {choices}; picked {best[0]}.")[4:])
+        lines.append(
+            "# The template itself runs as the torch call; a fused epilogue is a separate Triton kernel."
+        )
+    lines.append(f"{_view(out, names[node.output])}.copy_({template.format(*views)})")
+    return lines

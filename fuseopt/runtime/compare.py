@@ -1,0 +1,219 @@
+"""Check generated code against the reference interpreter on the same random inputs.
+
+Outputs are compared on their logical views (gaps of strided storages are nobody's business) with
+`torch.testing.assert_close` default tolerances for the precision the value was computed in, NaN
+equal to NaN, widened only where the computation itself leaves room (floating sums: the order of
+summation; torch library calls: the BLAS) -- see `_value_tolerances`. The generated run starts
+from poisoned buffers, so an unwritten element fails. A mismatch raises `CheckFailed` naming the
+buffer and its worst element (index, got, expected).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from fuseopt.errors import CheckFailed, Diagnostic
+from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Cast, Const, IndexValue, Load, Reduce, walk
+from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode
+from fuseopt.plan import Plan
+from fuseopt.runtime.module import run_module
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    buffer: str
+    index: tuple[int, ...]
+    got: float | int | bool
+    expected: float | int | bool
+    count: int
+    total: int
+
+    def message(self) -> str:
+        return (
+            f"buffer {self.buffer!r}: generated code differs from the interpreter in {self.count} of "
+            f"{self.total} elements; worst at index {list(self.index)}: got {self.got!r}, "
+            f"expected {self.expected!r}"
+        )
+
+
+def logical_view(storage: torch.Tensor, b: BufferInfo) -> torch.Tensor:
+    return torch.as_strided(storage, b.shape, b.stride, b.offset)
+
+
+def compare_buffer(
+    b: BufferInfo,
+    got: torch.Tensor,
+    expected: torch.Tensor,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> Mismatch | None:
+    """None if the logical views agree (assert_close defaults unless both tolerances are given)."""
+    g = logical_view(got.detach().cpu(), b)
+    e = logical_view(expected.detach().cpu(), b)
+    try:
+        torch.testing.assert_close(g, e, equal_nan=True, rtol=rtol, atol=atol)
+        return None
+    except AssertionError:
+        pass
+    if e.dtype.is_floating_point:
+        gf, ef = g.double(), e.double()
+        rtol, atol = (rtol, atol) if rtol is not None and atol is not None else _tolerances(e.dtype)
+        excess = (gf - ef).abs() - (atol + rtol * ef.abs())
+        nan_bad = gf.isnan() != ef.isnan()
+        inf_bad = (gf.isinf() | ef.isinf()) & (gf != ef) & ~(gf.isnan() & ef.isnan())
+        excess = torch.where(nan_bad | inf_bad, torch.full_like(excess, float("inf")), excess)
+        excess = torch.where(gf.isnan() & ef.isnan(), torch.full_like(excess, -1.0), excess)
+        bad = excess > 0
+    else:
+        bad = g != e
+        excess = bad.double() if e.dtype == torch.bool else (g.double() - e.double()).abs() * bad
+    flat = int(torch.argmax(excess.reshape(-1)).item()) if excess.numel() else 0
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(b.shape))) if b.shape else ()
+    return Mismatch(
+        b.name,
+        index,
+        g.reshape(-1)[flat].item() if g.numel() else 0,
+        e.reshape(-1)[flat].item() if e.numel() else 0,
+        int(bad.sum().item()),
+        e.numel(),
+    )
+
+
+def _tolerances(dtype: torch.dtype) -> tuple[float, float]:
+    """assert_close's defaults (rtol, atol) per float dtype."""
+    return {
+        torch.float16: (1e-3, 1e-5),
+        torch.bfloat16: (1.6e-2, 1e-5),
+        torch.float32: (1.3e-6, 1e-5),
+        torch.float64: (1e-7, 1e-7),
+    }[dtype]
+
+
+def compare_with_reference(
+    graph: Graph,
+    plan: Plan,
+    seed: int = 0,
+    *,
+    source: str | None = None,
+    device: str | torch.device | None = None,
+    autotune: bool = False,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> dict[str, torch.Tensor]:
+    """Run generated code (for `plan`, or `source`) and the interpreter on the same inputs.
+
+    Returns the generated outputs; raises `CheckFailed` listing every mismatching output buffer
+    (in buffer order). `device` defaults to CUDA when available, else CPU (TRITON_INTERPRET=1).
+    `rtol`/`atol` (both or neither) replace the per-output tolerances of `_value_tolerances`.
+    """
+    from fuseopt.codegen import emit_module
+    from fuseopt.interp import make_inputs, run_graph
+
+    inputs = make_inputs(graph, seed=seed)
+    expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()}, seed=seed)
+    src = source if source is not None else emit_module(graph, plan, autotune=autotune)
+    dev = torch.device(device) if device is not None else _default_device()
+    got = run_module(src, {k: v.clone().to(dev) for k, v in inputs.items()}, poison=True)
+    problems = []
+    for b in graph.outputs:
+        if b.name not in got:
+            problems.append(
+                Diagnostic(f"buffer {b.name!r}: the generated module did not return it", code="check")
+            )
+            continue
+        tol = (rtol, atol) if rtol is not None and atol is not None else _value_tolerances(graph, b)
+        m = compare_buffer(b, got[b.name], expected[b.name], rtol=tol[0], atol=tol[1])
+        if m is not None:
+            problems.append(Diagnostic(m.message(), code="mismatch"))
+    if problems:
+        raise CheckFailed(problems)
+    return got
+
+
+def _value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float | None]:
+    """Tolerances for one output, from how its value was computed (inputs are exact):
+
+    - assert_close's defaults for the coarsest float precision its value went through (a float32
+      sum kept in float64 buffers carries float32 rounding, whoever computed it);
+    - times log2(rnumel) downstream of a floating sum/prod over rnumel terms (summation order is
+      the generator's choice; both orders are ~log2(n) ulps from the exact sum);
+    - looser ones where the value depends on a torch library call (mm/bmm/addmm), whose BLAS
+      differs between devices (cuBLAS vs CPU: ~2e-5 at K=256).
+    """
+    if not b.dtype.is_float:
+        return None, None
+    acc = _accuracy(graph).get(b.name)
+    dtype = _coarser(b.dtype, acc[0] if acc else None)
+    if b.name in _downstream_of_library(graph):
+        rtol, atol = _LIBRARY_TOLERANCES[dtype]
+    else:
+        rtol, atol = _tolerances(_TORCH[dtype])
+    terms = acc[1] if acc else 1
+    if terms > 2:
+        scale = math.log2(terms)
+        rtol, atol = rtol * scale, atol * scale
+    if (rtol, atol) == _tolerances(_TORCH[b.dtype]):
+        return None, None
+    return rtol, atol
+
+
+_RANK = {DType.bfloat16: 0, DType.float16: 1, DType.float32: 2, DType.float64: 3}
+
+
+def _coarser(a: DType, b: DType | None) -> DType:
+    return a if b is None or _RANK[a] <= _RANK[b] else b
+
+
+def _accuracy(graph: Graph) -> dict[str, tuple[DType | None, int]]:
+    """Buffer -> (the coarsest float dtype any arithmetic upstream of it ran in, the most terms of
+    a floating sum/prod upstream of it)."""
+    out: dict[str, tuple[DType | None, int]] = {}
+    for node in graph.nodes:
+        worst: DType | None = None
+        terms = 1
+        for r in node.read_buffers():
+            if r in out:
+                d, t = out[r]
+                worst = d if worst is None else _coarser(worst, d)
+                terms = max(terms, t)
+        if isinstance(node, ComputeNode):
+            for e in walk(node.value):
+                if isinstance(e, Load | Const | IndexValue | Cast) or e.dtype is None or not e.dtype.is_float:
+                    continue
+                worst = e.dtype if worst is None else _coarser(worst, e.dtype)
+                if isinstance(e, Reduce) and e.op in ("sum", "prod"):
+                    terms = max(terms, node.rnumel)
+        for o in node.outputs:
+            out[o] = (worst, terms)
+    return out
+
+
+def _downstream_of_library(graph: Graph) -> set[str]:
+    tainted: set[str] = set()
+    for node in graph.nodes:
+        if isinstance(node, LibraryNode) or any(r in tainted for r in node.read_buffers()):
+            tainted.update(node.outputs)
+    return tainted
+
+
+_LIBRARY_TOLERANCES: dict[DType, tuple[float, float]] = {
+    DType.float64: (1e-7, 1e-7),
+    DType.float32: (1e-4, 1e-4),
+    DType.float16: (2e-3, 1e-3),
+    DType.bfloat16: (2e-2, 1e-2),
+}
+_TORCH = {
+    DType.float16: torch.float16,
+    DType.bfloat16: torch.bfloat16,
+    DType.float32: torch.float32,
+    DType.float64: torch.float64,
+}
+
+
+def _default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

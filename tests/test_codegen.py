@@ -1,0 +1,625 @@
+"""Triton code generation against the reference interpreter, one kernel kind at a time.
+
+Runs on CPU under TRITON_INTERPRET=1 (set before triton is imported, see tests/strategies.py);
+tiny shapes, and CodegenOptions with small blocks so that masks, several programs, looped
+reductions and 2D tiles are all exercised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from fuseopt.codegen import CodegenError, CodegenOptions, emit_module, split_loops, write_module
+from fuseopt.codegen.indexing import Digit, canonical_index, decompose
+from fuseopt.errors import CheckFailed
+from fuseopt.interp import make_inputs
+from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Unary
+from fuseopt.ir.graph import ComputeNode
+from fuseopt.ir.parser import parse_expr_text
+from fuseopt.plan import Kernel, Plan
+from fuseopt.runtime import compare_with_reference, load_module, run_module
+from tests.strategies import check, graph, plan_of, unfused_plan
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
+
+SMALL = CodegenOptions(max_xblock=8, max_yblock=4, max_r0_block=8)
+LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4)
+
+APBT = """
+format: fuseopt-graph/1
+name: apbt_small
+buffers:
+  x:    {shape: [6, 10], dtype: float32, role: input}
+  y:    {shape: [6, 10], stride: [1, 6], dtype: float32, role: input}
+  buf0: {shape: [6, 10], dtype: float32}
+  buf1: {shape: [6, 10], stride: [1, 6], dtype: float32}
+  out:  {shape: [6, 10], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i0, 6], [i1, 10]], store: "buf0[10*i0 + i1]", value: "2 * x[10*i0 + i1]"}
+  - {name: n1, loops: [[i0, 10], [i1, 6]], store: "buf1[i1 + 6*i0]", value: "3 * y[i1 + 6*i0]"}
+  - {name: n2, loops: [[i0, 6], [i1, 10]], store: "out[10*i0 + i1]", value: "buf0[10*i0 + i1] + buf1[i0 + 6*i1]"}
+"""
+# The same graph after loop-order unification: n1 iterates (i1, i0), as the planner rewrites it.
+APBT_FUSABLE = APBT.replace("loops: [[i0, 10], [i1, 6]]", "loops: [[i1, 6], [i0, 10]]")
+
+
+def _on_device(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return {k: v.to(device) for k, v in inputs.items()}
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+def test_split_loops() -> None:
+    assert split_loops([4, 8, 16], 32) == 2
+    assert split_loops([4, 8, 16], 4) == 1
+    assert split_loops([4, 8, 16], 1) == 0
+    assert split_loops([4, 1, 8], 4) == 1
+    assert split_loops([6], 2) is None
+    assert split_loops([4, 6], 8) is None
+
+
+def test_decompose_and_canonical_index() -> None:
+    assert decompose([4, 1, 8], "xindex", 32) == [Digit("xindex", 8, None), None, Digit("xindex", 1, 8)]
+    # (i0, i1) over 4x8 and one merged loop over 32 address the same element: 8*i0 + i1 == j.
+    split = {"i0": Digit("xindex", 8, None), "i1": Digit("xindex", 1, 8)}
+    merged = {"j": Digit("xindex", 1, None)}
+    ext = {"xindex": 32}
+    assert canonical_index(parse_expr_text("8*i0 + i1"), split, ext) == canonical_index(
+        parse_expr_text("j"), merged, ext
+    )
+    assert canonical_index(parse_expr_text("i0 + 4*i1"), split, ext) != canonical_index(
+        parse_expr_text("j"), merged, ext
+    )
+
+
+# -- pointwise -------------------------------------------------------------------------------------------
+CHAIN = """
+format: fuseopt-graph/1
+name: chain
+buffers:
+  x:   {shape: [5, 6], dtype: float32, role: input}
+  b:   {shape: [6], dtype: float32, role: input}
+  t:   {shape: [5, 6], dtype: float32}
+  out: {shape: [5, 6], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i0, 5], [i1, 6]], store: "t[6*i0 + i1]", value: "x[6*i0 + i1] + b[i1]"}
+  - {name: n1, loops: [[i0, 5], [i1, 6]], store: "out[6*i0 + i1]", value: "relu(t[6*i0 + i1]) * 2"}
+"""
+
+
+def test_pointwise_unfused_and_fused() -> None:
+    g = graph(CHAIN)
+    src = check(g, unfused_plan(g), SMALL)
+    assert "xmask = xindex < xnumel" in src  # 30 points, blocks of 8
+    fused = plan_of(g, [["n0", "n1"]])
+    src = check(g, fused, SMALL)
+    assert src.count("@triton.jit\ndef triton_poi_fused_add_relu_mul_0(") == 1
+    assert not re.search(r"\bt_ptr\b", src) and '"t"' not in src  # fused: neither stored nor allocated
+    out = run_module(src, _on_device(make_inputs(g)), intermediates=True)
+    assert set(out) == {"out"}
+
+
+def test_masks_dropped_when_blocks_divide() -> None:
+    text = """
+format: fuseopt-graph/1
+name: even
+buffers:
+  x:   {shape: [4, 8], dtype: float32, role: input}
+  out: {shape: [4, 8], dtype: float32, role: output}
+  s:   {shape: [4], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i0, 4], [i1, 8]], store: "out[8*i0 + i1]", value: "x[8*i0 + i1] * 2"}
+  - {name: n1, loops: [[i0, 4]], reduce: [[r0, 8]], store: "s[i0]", value: "sum(x[8*i0 + r0])"}
+"""
+    g = graph(text)
+    src = check(g, unfused_plan(g), SMALL)
+    assert "mask" not in src.split("def _input")[0]
+
+
+def test_transpose_uses_2d_tile() -> None:
+    g = graph(APBT)
+    src = check(g, unfused_plan(g), SMALL)
+    assert src.count("YBLOCK: tl.constexpr") == 1  # only n2 reads one layout and writes another
+    gf = graph(APBT_FUSABLE)
+    src = check(gf, plan_of(gf, [["n0", "n1", "n2"]]), SMALL)
+    assert "yindex = yoffset + tl.arange(0, YBLOCK)[:, None]" in src
+    assert "buf0_ptr" not in src and "buf1_ptr" not in src
+    check(gf, plan_of(gf, [["n0", "n1", "n2"]]), dataclasses.replace(SMALL, tile_2d=False))
+
+
+def test_fused_read_at_another_point_is_rejected() -> None:
+    g = graph(APBT)  # n1 not reordered: n2 reads buf1 where n1 wrote another element
+    with pytest.raises(CodegenError, match="not the element 'n1' writes"):
+        emit_module(g, plan_of(g, [["n0", "n1", "n2"]]))
+
+
+# -- reductions ----------------------------------------------------------------------------------------------
+REDUCE = """
+format: fuseopt-graph/1
+name: reduce_{op}
+buffers:
+  x:   {{shape: [6, 7], dtype: {dt}, role: input}}
+  out: {{shape: [6], dtype: {odt}, role: output}}
+nodes:
+  - {{name: n0, loops: [[i0, 6]], reduce: [[r0, 7]], store: "out[i0]", value: "{value}"}}
+"""
+REDUCTIONS = [
+    ("sum", "float32", "float32", "sum(x[7*i0 + r0])"),
+    ("sum", "float16", "float16", "sum(x[7*i0 + r0] * 2)"),
+    ("sum", "int32", "int64", "sum(x[7*i0 + r0])"),
+    ("sum", "bool", "int64", "sum(x[7*i0 + r0])"),
+    ("prod", "float32", "float32", "prod(1 + x[7*i0 + r0] / 8)"),
+    ("prod", "int8", "int64", "prod(x[7*i0 + r0])"),
+    ("max", "float32", "float32", "max(x[7*i0 + r0])"),
+    ("max", "float32", "float32", "max(log(x[7*i0 + r0]))"),  # NaN wins
+    ("max", "bfloat16", "bfloat16", "max(x[7*i0 + r0])"),
+    ("max", "int16", "int16", "max(x[7*i0 + r0])"),
+    ("max", "bool", "bool", "max(x[7*i0 + r0])"),
+    ("min", "float64", "float64", "min(x[7*i0 + r0])"),
+    ("min", "uint8", "uint8", "min(x[7*i0 + r0])"),
+    ("argmax", "float32", "int64", "argmax(x[7*i0 + r0])"),
+    ("argmax", "float32", "int64", "argmax(log(x[7*i0 + r0]))"),  # first NaN
+    ("argmax", "int32", "int64", "argmax(x[7*i0 + r0])"),  # ties: first occurrence
+    ("argmin", "float32", "int64", "argmin(x[7*i0 + r0])"),
+    ("argmin", "int64", "int64", "argmin(x[7*i0 + r0])"),
+    ("any", "float32", "bool", "any(x[7*i0 + r0] > 1)"),
+    ("any", "bool", "bool", "any(x[7*i0 + r0])"),
+]
+
+
+@pytest.mark.parametrize("looped", [False, True], ids=["persistent", "looped"])
+@pytest.mark.parametrize(
+    "op,dt,odt,value", REDUCTIONS, ids=[f"{r[0]}-{r[1]}-{i}" for i, r in enumerate(REDUCTIONS)]
+)
+def test_reduction(op: str, dt: str, odt: str, value: str, looped: bool) -> None:
+    g = graph(REDUCE.format(op=op, dt=dt, odt=odt, value=value))
+    src = check(g, unfused_plan(g), LOOPED if looped else SMALL)
+    assert ("triton_red_" in src) == looped and ("triton_per_" in src) != looped
+    assert "r0_mask" in src  # rnumel 7 never fills a block
+
+
+def test_reduction_over_a_box_and_outer_dims() -> None:
+    text = """
+format: fuseopt-graph/1
+name: box
+buffers:
+  x:   {shape: [3, 4, 5], stride: [1, 3, 12], dtype: float32, role: input}
+  am:  {shape: [4], dtype: int64, role: output}
+  s:   {shape: [4], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i1, 4]], reduce: [[r0, 3], [r2, 5]], store: "am[i1]", value: "argmax(x[r0 + 3*i1 + 12*r2])"}
+  - {name: n1, loops: [[i1, 4]], reduce: [[r2, 5], [r0, 3]], store: "s[i1]", value: "sum(x[r0 + 3*i1 + 12*r2])"}
+"""
+    g = graph(text)
+    for opts in (SMALL, LOOPED):
+        check(g, unfused_plan(g), opts)
+        check(g, plan_of(g, [["n0", "n1"]]), opts)
+
+
+def softmax_text(m: int, n: int) -> str:
+    return f"""
+format: fuseopt-graph/1
+name: softmax
+buffers:
+  x:    {{shape: [{m}, {n}], dtype: float32, role: input}}
+  bias: {{shape: [{n}], dtype: float32, role: input}}
+  m:    {{shape: [{m}], dtype: float32}}
+  e:    {{shape: [{m}, {n}], stride: [1, {m}], dtype: float32}}
+  s:    {{shape: [{m}], dtype: float32}}
+  out:  {{shape: [{m}, {n}], dtype: float32, role: output}}
+  lse:  {{shape: [{m}], dtype: float32, role: output}}
+nodes:
+  - {{name: n0, loops: [[i0, {m}]], reduce: [[r0, {n}]], store: "m[i0]", value: "max(x[{n}*i0 + r0] + bias[r0])"}}
+  - name: n1
+    loops: [[i0, {m}], [i1, {n}]]
+    store: "e[i0 + {m}*i1]"
+    value: "exp(x[{n}*i0 + i1] + bias[i1] - m[i0])"
+  - {{name: n2, loops: [[i0, {m}]], reduce: [[r0, {n}]], store: "s[i0]", value: "sum(e[i0 + {m}*r0])"}}
+  - {{name: n3, loops: [[i0, {m}], [i1, {n}]], store: "out[{n}*i0 + i1]", value: "e[i0 + {m}*i1] / s[i0]"}}
+  - {{name: n4, loops: [[i0, {m}]], store: "lse[i0]", value: "log(s[i0]) + m[i0]"}}
+"""
+
+
+SOFTMAX = softmax_text(6, 10)
+
+
+@pytest.mark.parametrize("opts", [SMALL, LOOPED], ids=["persistent", "looped"])
+def test_softmax_in_one_kernel(opts: CodegenOptions) -> None:
+    """Two reductions, pointwise work between and after them, and an epilogue: one kernel."""
+    g = graph(SOFTMAX)
+    src = check(g, plan_of(g, [["n0", "n1", "n2", "n3", "n4"]]), opts)
+    assert src.count("@triton.jit\ndef triton_") == 1
+    if opts is LOOPED:  # max, then exp-sum (needs the max), then the division (needs the sum)
+        assert src.count("for r0_offset in range(0, r0_numel, R0_BLOCK):") == 3
+    check(g, unfused_plan(g), opts)
+    check(g, plan_of(g, [["n0", "n1", "n2"], ["n3"], ["n4"]]), opts)
+
+
+def test_pointwise_straddling_the_reduction_split() -> None:
+    """n0's one loop covers x and r0 together (no loop boundary at the split): a flat index."""
+    text = """
+format: fuseopt-graph/1
+name: flat
+buffers:
+  x:   {shape: [6], dtype: float32, role: input}
+  t:   {shape: [6], dtype: float32}
+  out: {shape: [2], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i, 6]], store: "t[i]", value: "2 * x[i]"}
+  - {name: n1, loops: [[a, 2]], reduce: [[r, 3]], store: "out[a]", value: "sum(t[3*a + r])"}
+"""
+    g = graph(text)
+    for opts in (SMALL, LOOPED):
+        src = check(g, plan_of(g, [["n0", "n1"]]), opts)
+        assert not re.search(r"\bt_ptr\b", src)
+
+
+# -- loads ---------------------------------------------------------------------------------------------------------
+def test_masked_loads_padding_and_negative_floordiv() -> None:
+    text = """
+format: fuseopt-graph/1
+name: pad
+buffers:
+  x:   {shape: [4, 9], dtype: float32, role: input}
+  k:   {shape: [4, 9], dtype: int32, role: input}
+  out: {shape: [4, 9], dtype: float32, role: output}
+  o2:  {shape: [4, 9], dtype: int32, role: output}
+nodes:
+  - name: n0
+    loops: [[i0, 4], [i1, 9]]
+    store: "out[9*i0 + i1]"
+    value: "masked(i1 >= 1, x[9*i0 + i1 - 1], 0.0) + masked(i1 < 8, x[9*i0 + i1 + 1], -inf) + masked(i1 >= 2, x[9*i0 + (i1 - 2) // 2], 1.5)"
+  - name: n1
+    loops: [[i0, 4], [i1, 9]]
+    store: "o2[9*i0 + i1]"
+    value: "masked((i1 >= 1) & (i0 < 3), k[9*i0 + i1 - 1] + masked(i0 >= 1, k[9*i0 + i1 - 10], 7), -1)"
+"""
+    g = graph(text)
+    src = check(g, unfused_plan(g), SMALL)
+    assert "other=0.0" in src and "other=0" in src
+
+
+def test_indirect_loads_and_index_values() -> None:
+    text = """
+format: fuseopt-graph/1
+name: gather
+buffers:
+  table: {shape: [10, 4], dtype: float32, role: input}
+  ids:   {shape: [6], dtype: int32, role: input}
+  out:   {shape: [6, 4], dtype: float32, role: output}
+  idx:   {shape: [6, 4], stride: [1, 6], dtype: int64, role: output}
+  f:     {shape: [6, 4], dtype: float16, role: output}
+nodes:
+  - {name: n0, loops: [[i0, 6], [i1, 4]], store: "out[4*i0 + i1]", value: "table[4*ids[i0] + i1] * index(i1)"}
+  - {name: n1, loops: [[i0, 6], [i1, 4]], store: "idx[i0 + 6*i1]", value: "index(5*i0 - i1) * 3 + i0"}
+  - {name: n2, loops: [[i0, 6], [i1, 4]], store: "f[4*i0 + i1]", value: "cast(index((i0 - 3) // 2), float32) / 2"}
+"""
+    g = graph(text)
+    check(g, unfused_plan(g), SMALL)
+    check(g, plan_of(g, [["n0", "n1", "n2"]]), SMALL)
+
+
+# -- dtypes and ops ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dt", [d.value for d in DType])
+def test_dtypes_round_trip(dt: str) -> None:
+    text = f"""
+format: fuseopt-graph/1
+name: dtypes
+buffers:
+  x:   {{shape: [3, 5], dtype: {dt}, role: input}}
+  t:   {{shape: [3, 5], dtype: {dt}}}
+  out: {{shape: [3, 5], stride: [1, 3], dtype: {dt}, role: output}}
+  f:   {{shape: [3, 5], dtype: float32, role: output}}
+nodes:
+  - {{name: n0, loops: [[i0, 3], [i1, 5]], store: "t[5*i0 + i1]", value: "where(x[5*i0 + i1] > 1, x[5*i0 + i1] + 1, x[5*i0 + i1] * 3)"}}
+  - {{name: n1, loops: [[i0, 3], [i1, 5]], store: "out[i0 + 3*i1]", value: "t[5*i0 + i1]"}}
+  - {{name: n2, loops: [[i0, 3], [i1, 5]], store: "f[5*i0 + i1]", value: "cast(t[5*i0 + i1], float32) / 3"}}
+"""
+    g = graph(text)
+    check(g, unfused_plan(g), SMALL)
+    check(g, plan_of(g, [["n0", "n1", "n2"]]), SMALL)  # fused: t rounded through its dtype
+
+
+FLOAT_UNARY = [
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "erf",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "sign",
+    "reciprocal",
+    "isnan",
+    "isinf",
+]
+INT_UNARY = [
+    "abs",
+    "relu",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "sign",
+    "exp",
+    "sqrt",
+    "reciprocal",
+    "isnan",
+    "isinf",
+]
+
+
+def _zoo(dt: str, exprs: list[str]) -> str:
+    bufs = "\n".join(f"  o{i}: {{shape: [4, 6], dtype: float32, role: output}}" for i in range(len(exprs)))
+    nodes = "\n".join(
+        f'  - {{name: n{i}, loops: [[i0, 4], [i1, 6]], store: "o{i}[6*i0 + i1]", value: "cast({e}, float32)"}}'
+        for i, e in enumerate(exprs)
+    )
+    return f"""
+format: fuseopt-graph/1
+name: zoo
+buffers:
+  a: {{shape: [4, 6], dtype: {dt}, role: input}}
+  b: {{shape: [4, 6], stride: [1, 4], dtype: {dt}, role: input}}
+{bufs}
+nodes:
+{nodes}
+"""
+
+
+def test_float_unary_ops() -> None:
+    exprs = [f"{op}(a[6*i0 + i1] * 3)" for op in FLOAT_UNARY] + [
+        "-a[6*i0 + i1]",
+        "round(a[6*i0 + i1] * 0 + 2.5)",
+    ]
+    g = graph(_zoo("float32", exprs))
+    check(g, unfused_plan(g), SMALL)
+
+
+def test_float_binary_ops() -> None:
+    a, b = "a[6*i0 + i1]", "b[i0 + 4*i1]"
+    exprs = [
+        f"{a} + {b}", f"{a} - {b}", f"{a} * {b}", f"{a} / {b}", f"{a} // {b}", f"{a} % {b}",
+        f"maximum({a}, {b})", f"minimum({a}, log({b}))", f"pow({a}, {b})", f"pow(abs({a}), {b})",
+        f"pow({a}, 2)", f"pow({a}, 3)", f"pow({a}, 0.5)", f"pow({a}, -1)", f"pow({a}, 0)", f"pow(2, {a})",
+        f"atan2({a}, {b})", f"fmod({a} * 4, {b})", f"{a} < {b}", f"{a} >= {b}", f"{a} == {a}",
+        f"({a} > 0) & ({b} > 0)", f"({a} > 0) | ~({b} > 0)", f"where({a} != {b}, {a}, 1)",
+        f"{a} // 0.5 + {a} % -1.5",
+    ]  # fmt: skip
+    g = graph(_zoo("float32", exprs))
+    check(g, unfused_plan(g), SMALL)
+
+
+@pytest.mark.parametrize("dt", ["int32", "int64", "int8", "uint8", "int16"])
+def test_integer_ops(dt: str) -> None:
+    a, b = "a[6*i0 + i1]", "b[i0 + 4*i1]"
+    exprs = [f"{op}({a} - 3)" for op in INT_UNARY] + [
+        f"{a} + {b}", f"{a} - {b}", f"{a} * {b} * 37", f"{a} // ({b} + 1)", f"{a} % ({b} + 1)",
+        f"(3 - {a}) // 2", f"(3 - {a}) % 2", f"({a} - 4) // ({b} + 1)", f"fmod({a} - 4, {b} + 1)",
+        f"maximum({a}, {b})", f"minimum({a}, {b})", f"pow({a}, {b})", f"{a} / ({b} + 1)",
+        f"~{a}", f"{a} & {b}", f"{a} | {b}", f"-{a}", f"{a} + 200", f"where({a} > {b}, {a}, -1)",
+    ]  # fmt: skip
+    g = graph(_zoo(dt, exprs))
+    check(g, unfused_plan(g), SMALL)
+
+
+def test_low_precision_is_computed_in_float32() -> None:
+    text = """
+format: fuseopt-graph/1
+name: lp
+buffers:
+  x:   {shape: [8, 5], dtype: bfloat16, role: input}
+  y:   {shape: [8, 5], dtype: float16, role: input}
+  out: {shape: [8, 5], dtype: float16, role: output}
+  s:   {shape: [8], dtype: bfloat16, role: output}
+nodes:
+  - {name: n0, loops: [[i0, 8], [i1, 5]], store: "out[5*i0 + i1]", value: "x[5*i0 + i1] * y[5*i0 + i1] + 1e-3"}
+  - {name: n1, loops: [[i0, 8]], reduce: [[r0, 5]], store: "s[i0]", value: "sum(x[5*i0 + r0] * y[5*i0 + r0])"}
+"""
+    g = graph(text)
+    src = check(g, unfused_plan(g), SMALL)
+    assert ".to(tl.float32)" in src and "_to_bf16(" in src and ".to(tl.float16)" in src
+
+
+# -- extern and template ---------------------------------------------------------------------------------------
+LIBRARY = """
+format: fuseopt-graph/1
+name: library
+buffers:
+  a:    {shape: [4, 6], dtype: float32, role: input}
+  bt:   {shape: [6, 5], stride: [1, 6], dtype: float32, role: input}
+  bias: {shape: [4, 5], dtype: float32, role: input}
+  p:    {shape: [2, 3, 4], dtype: float32, role: input}
+  q:    {shape: [2, 4, 3], stride: [12, 1, 4], dtype: float32, role: input}
+  c:    {shape: [4, 5], stride: [1, 4], dtype: float32, role: output}
+  d:    {shape: [4, 5], dtype: float32, role: output}
+  e:    {shape: [2, 3, 3], dtype: float32, role: output}
+  t:    {shape: [4, 5], dtype: float32}
+  out:  {shape: [4, 5], dtype: float32, role: output}
+nodes:
+  - {name: mm0, kind: extern, op: mm, inputs: [a, bt], output: c}
+  - {name: am0, kind: extern, op: addmm, inputs: [bias, a, bt], output: d}
+  - {name: bm0, kind: extern, op: bmm, inputs: [p, q], output: e}
+  - name: tm0
+    kind: template
+    op: mm
+    inputs: [a, bt]
+    output: t
+    choices: [{name: triton_mm_0, time_us: 3.0}, {name: extern_mm, time_us: 4.0}]
+    epilogue_fusion: true
+  - {name: n4, loops: [[i0, 4], [i1, 5]], store: "out[5*i0 + i1]", value: "relu(t[5*i0 + i1]) + c[i0 + 4*i1]"}
+"""
+
+
+def test_extern_and_template_with_epilogue() -> None:
+    g = graph(LIBRARY)
+    check(g, unfused_plan(g), SMALL)
+    src = check(g, plan_of(g, [["mm0"], ["am0"], ["bm0"], ["tm0", "n4"]]), SMALL)
+    assert "torch.addmm(" in src and "torch.bmm(" in src
+    assert "a fused epilogue is a separate Triton kernel" in src
+    assert "(epilogue of template tm0)" in src
+
+
+# -- launch parameters, int64, determinism, module plumbing -----------------------------------------------------------
+def test_int64_indexing_when_numel_exceeds_int32() -> None:
+    text = """
+format: fuseopt-graph/1
+name: big
+buffers:
+  x:   {shape: [65536, 32768], dtype: float16, role: input}
+  out: {shape: [65536, 32768], dtype: float16, role: output}
+nodes:
+  - {name: n0, loops: [[i0, 65536], [i1, 32768]], store: "out[32768*i0 + i1]", value: "x[32768*i0 + i1] * 2"}
+"""
+    src = emit_module(graph(text), unfused_plan(graph(text)))
+    assert "tl.program_id(0).to(tl.int64) * XBLOCK" in src
+    small = emit_module(graph(CHAIN), unfused_plan(graph(CHAIN)))
+    assert "tl.int64" not in small
+
+
+def test_autotune_configs() -> None:
+    big = graph(softmax_text(64, 1000))
+    src = emit_module(big, plan_of(big, [["n0", "n1", "n2", "n3", "n4"]]), autotune=True)
+    assert src.count("@triton.autotune(") == 1
+    assert src.count("triton.Config(") >= 3
+    assert 'key=["xnumel", "r0_numel"]' in src
+    assert "[_grid(XBLOCK=64)](" in src
+    compile(src, "kernels.py", "exec")
+    g = graph(SOFTMAX)
+    plan = plan_of(g, [["n0", "n1", "n2", "n3", "n4"]])
+    src = emit_module(g, plan, autotune=True)
+    if torch.cuda.is_available():
+        compare_with_reference(g, plan, source=src)
+    else:
+        load_module(src)  # decorating needs no driver; running autotune does (GPU only)
+
+
+def test_kernel_names_and_comments() -> None:
+    g = graph(APBT_FUSABLE)
+    src = emit_module(g, plan_of(g, [["n0", "n1", "n2"]]))
+    assert "def triton_poi_fused_mul_add_0(" in src
+    assert "# plan kernel k0: pointwise, 2D tile (transposed access)" in src
+    assert "#   n1 [i1=6, i0=10]: buf1[i1 + 6 * i0] = 3 * y[i1 + 6 * i0]  [not stored]" in src
+    g = graph(SOFTMAX)
+    assert "def triton_per_fused_add_max_sub_exp_sum_0(" in emit_module(
+        g, plan_of(g, [["n0", "n1", "n2", "n3", "n4"]])
+    )
+    assert "def triton_red_fused_" in emit_module(g, unfused_plan(g), options=LOOPED)
+
+
+def test_write_module(tmp_path: object) -> None:
+    from pathlib import Path
+
+    g = graph(CHAIN)
+    path = write_module(g, unfused_plan(g), Path(str(tmp_path)) / "out")
+    assert path.name == "kernels.py"
+    assert path.read_text() == emit_module(g, unfused_plan(g))
+    out = run_module(path, _on_device(make_inputs(g)))
+    assert set(out) == {"out"}
+
+
+def test_mismatch_names_buffer_and_element() -> None:
+    g = graph(CHAIN)
+    src = emit_module(g, unfused_plan(g)).replace("tmp2 = tmp1 * 2.0", "tmp2 = tmp1 * 2.5")
+    with pytest.raises(
+        CheckFailed, match=r"buffer 'out': generated code differs .* worst at index \[\d+, \d+\]"
+    ):
+        compare_with_reference(g, unfused_plan(g), source=src)
+
+
+def test_unwritten_elements_fail_the_comparison() -> None:
+    g = graph(CHAIN)
+    src = emit_module(g, unfused_plan(g), options=SMALL).replace("[(4,)]", "[(3,)]")  # skip the last program
+    assert "[(3,)]" in src
+    with pytest.raises(CheckFailed, match="buffer 'out'"):
+        compare_with_reference(g, unfused_plan(g), source=src)
+
+
+def _ruff() -> str | None:
+    return shutil.which("ruff")
+
+
+@pytest.mark.skipif(_ruff() is None, reason="ruff not installed")
+@pytest.mark.parametrize("text", [CHAIN, APBT, SOFTMAX, LIBRARY], ids=["chain", "apbt", "softmax", "library"])
+@pytest.mark.parametrize("autotune", [False, True])
+def test_generated_code_is_formatted_and_lint_clean(text: str, autotune: bool) -> None:
+    g = graph(text)
+    for plan in (unfused_plan(g),):
+        src = emit_module(g, plan, autotune=autotune)
+        ruff = _ruff()
+        assert ruff is not None
+        fmt = subprocess.run(
+            [ruff, "format", "--isolated", "--line-length", "110", "--diff", "-"],
+            input=src,
+            capture_output=True,
+            text=True,
+        )
+        assert fmt.stdout == "", fmt.stdout
+        lint = subprocess.run(
+            [ruff, "check", "--isolated", "--line-length", "110", "--select", "E,F,W,B,UP,SIM", "-"],
+            input=src,
+            capture_output=True,
+            text=True,
+        )
+        assert lint.returncode == 0, lint.stdout
+
+
+# -- plan contract ------------------------------------------------------------------------------------------------
+def test_plan_contract_errors() -> None:
+    g = graph(SOFTMAX)
+
+    def kernels(*groups: tuple[str, str, tuple[str, ...]]) -> Plan:
+        return Plan(g.name, "", tuple(Kernel(n, ns, kind, (), (), 0) for n, kind, ns in groups))
+
+    with pytest.raises(CodegenError, match="nodes not in any plan kernel: n4"):
+        emit_module(g, kernels(("k0", "reduction", ("n0", "n1", "n2", "n3"))))
+    with pytest.raises(CodegenError, match="'n3' is in two plan kernels"):
+        emit_module(
+            g, kernels(("k0", "reduction", ("n0", "n1", "n2", "n3")), ("k1", "pointwise", ("n3", "n4")))
+        )
+    with pytest.raises(CodegenError, match="program order"):
+        emit_module(g, kernels(("k0", "reduction", ("n1", "n0", "n2", "n3", "n4"))))
+    with pytest.raises(CodegenError, match="before kernel 'k1' writes it"):
+        emit_module(g, kernels(("k0", "reduction", ("n2", "n3", "n4")), ("k1", "reduction", ("n0", "n1"))))
+    with pytest.raises(CodegenError, match="pointwise kernel 'k0' contains a reduction node"):
+        emit_module(g, kernels(("k0", "pointwise", ("n0", "n1", "n2", "n3", "n4"))))
+    with pytest.raises(CodegenError, match="'n4' has 6 points, 'n3' has 60"):
+        emit_module(
+            g,
+            kernels(
+                ("k0", "reduction", ("n0",)),
+                ("k1", "pointwise", ("n1",)),
+                ("k2", "reduction", ("n2",)),
+                ("k3", "pointwise", ("n3", "n4")),
+            ),
+        )
+
+
+def test_unknown_op_is_an_error_naming_it() -> None:
+    g = graph(CHAIN)
+    n1 = g.node("n1")
+    assert isinstance(n1, ComputeNode)
+    bad = dataclasses.replace(n1, value=Unary("frobnicate", n1.value, dtype=DType.float32))
+    g = g.replace(nodes=(g.nodes[0], bad))
+    with pytest.raises(CodegenError, match="'frobnicate'"):
+        emit_module(g, unfused_plan(g))
