@@ -3,7 +3,7 @@
 Outputs are compared on their logical views (gaps of strided storages are nobody's business) with
 `torch.testing.assert_close` default tolerances for the precision the value was computed in, NaN
 equal to NaN, widened only where the computation itself leaves room (floating sums: the order of
-summation; torch library calls: the BLAS) -- see `_value_tolerances`. The generated run starts
+summation; torch library calls: the BLAS) -- see `value_tolerances`. The generated run starts
 from poisoned buffers, so an unwritten element fails. A mismatch raises `CheckFailed` naming the
 buffer and its worst element (index, got, expected).
 """
@@ -109,7 +109,7 @@ def compare_with_reference(
 
     Returns the generated outputs; raises `CheckFailed` listing every mismatching output buffer
     (in buffer order). `device` defaults to CUDA when available, else CPU (TRITON_INTERPRET=1).
-    `rtol`/`atol` (both or neither) replace the per-output tolerances of `_value_tolerances`.
+    `rtol`/`atol` (both or neither) replace the per-output tolerances of `value_tolerances`.
     """
     from fuseopt.codegen import emit_module
     from fuseopt.interp import make_inputs, run_graph
@@ -126,7 +126,7 @@ def compare_with_reference(
                 Diagnostic(f"buffer {b.name!r}: the generated module did not return it", code="check")
             )
             continue
-        tol = (rtol, atol) if rtol is not None and atol is not None else _value_tolerances(graph, b)
+        tol = (rtol, atol) if rtol is not None and atol is not None else value_tolerances(graph, b)
         m = compare_buffer(b, got[b.name], expected[b.name], rtol=tol[0], atol=tol[1])
         if m is not None:
             problems.append(Diagnostic(m.message(), code="mismatch"))
@@ -135,13 +135,13 @@ def compare_with_reference(
     return got
 
 
-def _value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float | None]:
+def value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float | None]:
     """Tolerances for one output, from how its value was computed (inputs are exact):
 
     - assert_close's defaults for the coarsest float precision its value went through (a float32
       sum kept in float64 buffers carries float32 rounding, whoever computed it);
-    - times log2(rnumel) downstream of a floating sum/prod over rnumel terms (summation order is
-      the generator's choice; both orders are ~log2(n) ulps from the exact sum);
+    - times sqrt(rnumel) downstream of a floating sum/prod over rnumel terms (summation order is
+      the generator's choice, and a cancelling sum magnifies the difference relative to itself);
     - looser ones where the value depends on a torch library call (mm/bmm/addmm), whose BLAS
       differs between devices (cuBLAS vs CPU: ~2e-5 at K=256).
     """
@@ -155,7 +155,11 @@ def _value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float 
         rtol, atol = _tolerances(_TORCH[dtype])
     terms = acc[1] if acc else 1
     if terms > 2:
-        scale = math.log2(terms)
+        # Two summation orders differ by ~sqrt(n) ulps of the terms' magnitude; relative to a sum
+        # that cancels (randn terms: |sum| ~ sqrt(n) |x|) that is far more than log2(n) ulps of
+        # the result. Measured on the H200: an 8192-term float32 row sum differs from the CPU's by
+        # 1.4e-4 (eager, torch.compile and fuseopt alike).
+        scale = math.sqrt(terms)
         rtol, atol = rtol * scale, atol * scale
     if (rtol, atol) == _tolerances(_TORCH[b.dtype]):
         return None, None
