@@ -64,7 +64,7 @@ def _views(graph: Graph, storages: Mapping[str, torch.Tensor]) -> dict[str, torc
 def _check_storages(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[str, torch.Tensor]) -> None:
     """Every output against the reference, with the tolerances `fuseopt run` uses (per dtype,
     widened downstream of long sums and library calls)."""
-    from fuseopt.runtime.compare import value_tolerances, compare_buffer
+    from fuseopt.runtime.compare import compare_buffer, value_tolerances
 
     problems = []
     for b in graph.outputs:
