@@ -6,6 +6,7 @@ exits with its code (README "Exit codes"); anything else is a bug and keeps its 
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -17,7 +18,20 @@ from fuseopt.errors import FuseoptError
 
 
 class FuseoptGroup(click.Group):
-    """Turns FuseoptError into diagnostics + exit code, and click usage errors into exit 2."""
+    """Turns FuseoptError into diagnostics + exit code; imports a command's module only when that
+    command runs (so `fuseopt validate` does not pay for torch)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from fuseopt.cli.commands import COMMANDS
+
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from fuseopt.cli.commands import COMMANDS
+
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(COMMANDS[cmd_name])  # registers the command on `cli`
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -41,12 +55,14 @@ def cli() -> None:
 
 
 def _register() -> None:
-    # One module per command; importing registers it on `cli`.
-    from fuseopt.cli import commands  # noqa: F401
+    """Import every command module now (tests use the fully registered group)."""
+    from fuseopt.cli.commands import COMMANDS
+
+    for module in COMMANDS.values():
+        importlib.import_module(module)
 
 
 def main(argv: list[str] | None = None) -> None:
-    _register()
     try:
         cli.main(args=argv, prog_name="fuseopt", standalone_mode=True)
     except SystemExit as exc:
