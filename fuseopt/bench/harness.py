@@ -110,6 +110,8 @@ def bench_graph(
     from fuseopt.interp import make_inputs, run_graph
     from fuseopt.runtime.module import load_module, run_module
 
+    if interpret:
+        _use_interpreter()
     dev = torch.device("cpu" if interpret else device)
     do_bench = None if interpret else _do_bench(warmup, rep)
     stage = optimize(graph, options or Options())
@@ -190,6 +192,18 @@ def bench_graph(
         "speedups": speedups,
         "ok": all(r.ok for r in results),
     }
+
+
+def _use_interpreter() -> None:
+    """Generated kernels run on the CPU only under TRITON_INTERPRET=1, set before triton loads."""
+    import os
+    import sys
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    if "triton" in sys.modules:
+        raise CheckFailed("--interpret needs TRITON_INTERPRET=1 before triton is imported; set it in the environment")
+    os.environ["TRITON_INTERPRET"] = "1"
 
 
 def _do_bench(warmup: int, rep: int) -> Callable[[Callable[[], object]], float]:
