@@ -29,8 +29,9 @@ from tests.strategies import check, graph, plan_of, unfused_plan
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
-SMALL = CodegenOptions(max_xblock=8, max_yblock=4, max_r0_block=8)
-LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4)
+SMALL = CodegenOptions(max_xblock=8, max_yblock=4, max_r0_block=8, unroll_rnumel=0)
+LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4, unroll_rnumel=0)
+UNROLLED = CodegenOptions(max_xblock=8, max_yblock=4, max_r0_block=8)  # rnumel <= 16 unrolled
 
 APBT = """
 format: fuseopt-graph/1
@@ -174,15 +175,60 @@ REDUCTIONS = [
 ]
 
 
-@pytest.mark.parametrize("looped", [False, True], ids=["persistent", "looped"])
+@pytest.mark.parametrize("mode", ["persistent", "looped", "unrolled"])
 @pytest.mark.parametrize(
     "op,dt,odt,value", REDUCTIONS, ids=[f"{r[0]}-{r[1]}-{i}" for i, r in enumerate(REDUCTIONS)]
 )
-def test_reduction(op: str, dt: str, odt: str, value: str, looped: bool) -> None:
+def test_reduction(op: str, dt: str, odt: str, value: str, mode: str) -> None:
     g = graph(REDUCE.format(op=op, dt=dt, odt=odt, value=value))
-    src = check(g, unfused_plan(g), LOOPED if looped else SMALL)
+    src = check(g, unfused_plan(g), {"persistent": SMALL, "looped": LOOPED, "unrolled": UNROLLED}[mode])
+    if mode == "unrolled" and op not in ("argmax", "argmin"):
+        # rnumel 7: seven loads of a pointwise tile, combined in r order; no r axis at all
+        assert "triton_poi_" in src and "r0_" not in src and "tl.sum(" not in src
+        return
+    looped = mode == "looped"
     assert ("triton_red_" in src) == looped and ("triton_per_" in src) != looped
     assert "r0_mask" in src  # rnumel 7 never fills a block
+
+
+POOL_CL = """
+format: fuseopt-graph/1
+name: pool_cl
+buffers:
+  x:    {shape: [2, 16, 5, 5], stride: [400, 1, 80, 16], dtype: bfloat16, role: input}
+  buf0: {shape: [2, 16, 5, 5], stride: [400, 1, 80, 16], dtype: bfloat16}
+  out:  {shape: [2, 16, 5, 5], stride: [400, 1, 80, 16], dtype: bfloat16, role: output}
+nodes:
+  - name: n0
+    loops: [[x3, 800]]
+    reduce: [[r0, 3], [r1, 3]]
+    store: buf0[x3]
+    value: >-
+      sum(masked((x3 // 80 % 5 + r0 >= 1) & (x3 // 80 % 5 + r0 <= 5) & (x3 // 16 % 5 + r1 >= 1)
+      & (x3 // 16 % 5 + r1 <= 5), x[x3 + 16*r1 + 80*r0 - 96], 0.0))
+  - {name: n1, loops: [[x0, 800]], store: "out[x0]", value: "relu(buf0[x0] / 9)"}
+"""
+
+
+def test_small_reduction_unrolled_on_a_row_split() -> None:
+    """avgpool_cl as the planner leaves it (one flat loop): the 3x3 window is unrolled, and the
+    flat index is split at the channels (gcd of the divisors 80 and 16) so that the window's
+    bounds checks are int32 digits of the row index, computed per row; masked loads need no
+    `where` afterwards."""
+    g = graph(POOL_CL)
+    plan = plan_of(g, [["n0", "n1"]])
+    for opts in (UNROLLED, CodegenOptions(unroll_rnumel=9), CodegenOptions(tile_2d=False)):
+        src = check(g, plan, opts)
+        assert "triton_poi_" in src and "r0_" not in src and src.count("tl.load(") == 9
+        assert "_floordiv_int" not in src and "_remainder" not in src and "tl.int64" not in src
+        assert "tl.where(" not in src.split("def triton_poi_")[1]
+        assert ("ynumel" in src) == opts.tile_2d
+    src = check(g, plan, UNROLLED)
+    assert "y0 = (yindex // 5) % 5" in src and "y1 = yindex % 5" in src
+    assert "[(26,)](x, out, 50, 16, YBLOCK=4, XBLOCK=8, num_warps=1)" in src  # 13 x 2 tiles
+    src = check(g, plan, CodegenOptions())
+    assert "YBLOCK=64, XBLOCK=16" in src  # no mask on x: XBLOCK divides the 16 channels
+    assert "triton_per_" in check(g, plan, CodegenOptions(unroll_rnumel=8))  # 9 points: not unrolled
 
 
 def test_reduction_over_a_box_and_outer_dims() -> None:

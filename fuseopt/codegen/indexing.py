@@ -12,27 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from fuseopt.analysis.shapes import split_loops  # noqa: F401  (re-exported: the planner's rule)
 from fuseopt.codegen.common import prod
 from fuseopt.ir.bounds import linear_form
 from fuseopt.ir.expr import Binary, Const, Expr, Var, substitute_vars, transform
-
-
-def split_loops(sizes: Sequence[int], numel: int) -> int | None:
-    """The position k such that prod(sizes[:k]) == numel (the first one), or None.
-
-    A pointwise node with numel*rnumel points fused into a reduction kernel runs its loops
-    `[:k]` over the kernel's x axis and `[k:]` over its reduction axis.
-    """
-    acc = 1
-    if numel == 1:
-        return 0
-    for k, s in enumerate(sizes):
-        acc *= s
-        if acc == numel:
-            return k + 1
-        if acc > numel:
-            return None
-    return None
 
 
 @dataclass(frozen=True)
@@ -67,6 +50,24 @@ def decompose(sizes: Sequence[int], base: str, extent: int) -> list[Digit | None
         out.append(Digit(base, inner, mod))
         inner *= s
     return list(reversed(out))
+
+
+def digit_of(e: Expr, digits: Mapping[str, Digit | None]) -> Digit | None:
+    """`e` (a loop variable, or `//` and `%` by constants of one) as a digit of an axis index."""
+    if isinstance(e, Var):
+        return digits.get(e.name)
+    if isinstance(e, Binary) and e.op in ("floordiv", "mod") and isinstance(e.b, Const):
+        c = e.b.value
+        d = digit_of(e.a, digits)
+        if d is None or not isinstance(c, int) or isinstance(c, bool) or c <= 0:
+            return None
+        if e.op == "floordiv":
+            if d.mod is None:
+                return Digit(d.base, d.div * c, None)
+            return Digit(d.base, d.div * c, d.mod // c) if d.mod % c == 0 else None
+        if d.mod is None or d.mod % c == 0:
+            return Digit(d.base, d.div, c)
+    return None
 
 
 def _digit_name(d: Digit) -> str:
@@ -113,7 +114,7 @@ def canonical_index(
             key = repr(_strip(atom))
             other[key] = other.get(key, 0) + k
             continue
-        for dd, kk in _unflatten(d, flats or {}):
+        for dd, kk in unflatten(d, flats or {}):
             terms[dd] = terms.get(dd, 0) + k * kk
     merged = _merge_digits(terms, extents)
     items = [(_digit_name(d), k) for d, k in merged.items() if k != 0]
@@ -138,7 +139,7 @@ def _as_digit(e: Expr, names: Mapping[str, Digit]) -> Digit | None:
     return None
 
 
-def _unflatten(d: Digit, flats: Mapping[str, Flat]) -> list[tuple[Digit, int]]:
+def unflatten(d: Digit, flats: Mapping[str, Flat]) -> list[tuple[Digit, int]]:
     flat = flats.get(d.base)
     if flat is None:
         return [(d, 1)]
@@ -158,7 +159,7 @@ def _strip(e: Expr) -> Expr:
 
 def _merge_digits(terms: dict[Digit, int], extents: Mapping[str, int]) -> dict[Digit, int]:
     """Merge `c*(b//p % m) + c*m*(b//(p*m) % n)` into `c*(b//p % (m*n))` until nothing changes."""
-    out = {_normal(d, extents): k for d, k in terms.items() if k != 0}
+    out = {normal_digit(d, extents): k for d, k in terms.items() if k != 0}
     changed = True
     while changed:
         changed = False
@@ -167,7 +168,7 @@ def _merge_digits(terms: dict[Digit, int], extents: Mapping[str, int]) -> dict[D
                 continue
             for d2, k2 in out.items():
                 if d2.base == d1.base and d2.div == d1.div * d1.mod and k2 == k1 * d1.mod:
-                    new = _normal(
+                    new = normal_digit(
                         Digit(d1.base, d1.div, None if d2.mod is None else d1.mod * d2.mod), extents
                     )
                     del out[d1], out[d2]
@@ -179,7 +180,7 @@ def _merge_digits(terms: dict[Digit, int], extents: Mapping[str, int]) -> dict[D
     return out
 
 
-def _normal(d: Digit, extents: Mapping[str, int]) -> Digit:
+def normal_digit(d: Digit, extents: Mapping[str, int]) -> Digit:
     ext = extents.get(d.base)
     if d.mod is not None and ext is not None and d.div * d.mod >= ext:
         return Digit(d.base, d.div, None)

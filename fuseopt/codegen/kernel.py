@@ -10,11 +10,11 @@ at the end. Fused reads are replaced by the producer's value rounded through the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError, wrap_int
-from fuseopt.codegen.indexing import Digit, Flat, canonical_index
+from fuseopt.codegen.common import INT32_MAX, INT_RANGE, TL_DTYPE, CodegenError, wrap_int
+from fuseopt.codegen.indexing import Digit, Flat, canonical_index, digit_of, normal_digit, unflatten
 from fuseopt.codegen.layout import LINE_LENGTH, truncate_comment, wrap
 from fuseopt.codegen.rules import (
     KERNEL_NAME_OF,
@@ -28,6 +28,7 @@ from fuseopt.codegen.tiling import LaunchConfig, Tiling
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
 from fuseopt.ir.expr import (
+    COMPARE_OPS,
     Binary,
     Cast,
     Const,
@@ -115,6 +116,41 @@ def _is_weak(e: Expr) -> bool:
     return False
 
 
+def _index_like(e: Expr, ranges: Mapping[str, int]) -> bool:
+    """Whether `e` is integer index arithmetic of loop variables (no loads) within int32."""
+    if not _index_ops(e, ranges):
+        return False
+    r = interval(e.index if isinstance(e, IndexValue) else e, ranges)
+    return r is not None and r[0] >= -INT32_MAX and r[1] <= INT32_MAX
+
+
+def _index_ops(e: Expr, ranges: Mapping[str, int]) -> bool:
+    if isinstance(e, Var):
+        return e.name in ranges
+    if isinstance(e, Const):
+        return type(e.value) is int
+    if isinstance(e, IndexValue):
+        return _index_ops(e.index, ranges)
+    if isinstance(e, Unary):
+        return e.op == "neg" and _index_ops(e.x, ranges)
+    if isinstance(e, Binary):
+        if e.op in ("floordiv", "mod"):
+            return (
+                isinstance(e.b, Const)
+                and type(e.b.value) is int
+                and e.b.value > 0
+                and _index_ops(e.a, ranges)
+            )
+        return e.op in ("add", "sub", "mul") and _index_ops(e.a, ranges) and _index_ops(e.b, ranges)
+    return False
+
+
+def _int32_exact(v: Val) -> bool:
+    if v.literal:
+        return type(v.const) is int and -INT32_MAX <= v.const <= INT32_MAX
+    return v.dtype == DType.int32
+
+
 def kernel_ops(placements: Sequence[Placement]) -> list[str]:
     """Op names of the nodes' values in evaluation order (indices excluded), for the kernel's name."""
     ops: dict[str, None] = {}
@@ -142,7 +178,10 @@ def kernel_ops(placements: Sequence[Placement]) -> list[str]:
 
 
 def kernel_name(tiling: Tiling, position: int, max_ops: int = 5) -> str:
-    prefix = "poi" if tiling.launch.kind == "pointwise" else "per" if tiling.persistent else "red"
+    # An unrolled reduction is a pointwise tile (as Inductor's pooling kernels are).
+    prefix = (
+        "poi" if tiling.launch.kind == "pointwise" or tiling.unroll else "per" if tiling.persistent else "red"
+    )
     ops = kernel_ops(tiling.launch.placements)[:max_ops]
     return f"triton_{prefix}_fused_{'_'.join(ops) or 'copy'}_{position}"
 
@@ -163,7 +202,7 @@ class KernelEmitter:
         self.launch = tiling.launch
         self.name = name
         self.axes = {a.name: a for a in self.launch.axes}
-        if self.launch.kind == "pointwise":
+        if self.launch.kind == "pointwise" or tiling.unroll:
             self.dims: tuple[str, ...] = ("y", "x") if "y" in self.axes else ("x",)
         else:
             self.dims = ("x", "r0_")
@@ -180,8 +219,11 @@ class KernelEmitter:
         self.mask_val: dict[str, Val] = {}
         self.loads: dict[str, None] = {}
         self.narrow: dict[str, Val] = {}  # float32 temporary -> the float16/bfloat16 value it widens
+        self.zero_masked: dict[str, frozenset[str]] = {}  # load (widened or not) -> its mask terms
         self.extents = {axes_base((a.name,)): a.numel for a in self.launch.axes}
         sizes = {a.name: a.numel for a in self.launch.axes}
+        if tiling.unroll:
+            sizes["r0_"] = tiling.unroll  # digits of the reduce loops; bound to constants per point
         self.ctxs = {p.node.name: _NodeCtx(p, digits_of(p, sizes)) for p in self.launch.placements}
         self.flats: dict[str, Flat] = {}
         for p in self.launch.placements:
@@ -354,6 +396,8 @@ class KernelEmitter:
             fn()
 
     def base_val(self, base: str) -> Val:
+        if base == "r0_index" and self.t.unroll:
+            return self.axis_val["r0_"]  # the unrolled reduction's current point, a literal
         for a in self.dims:
             if base == self.axes[a].index:
                 return self.axis_val[a]
@@ -374,6 +418,11 @@ class KernelEmitter:
         if d is None:
             return Val("0", self.idt, const=0)
         base = self.base_val(d.base)
+        if base.literal:
+            assert base.const is not None
+            q = int(base.const) // d.div
+            q = q if d.mod is None else q % d.mod
+            return Val(str(q), self.idt, const=q)
         if d.div == 1 and d.mod is None:
             return base
         prefix = base.axes[0] if len(base.axes) == 1 else "x"
@@ -416,6 +465,9 @@ class KernelEmitter:
                 v if v.dtype == self.idt else self.emit(f"{v.text}.to({TL_DTYPE[self.idt]})", [v], self.idt)
             )
         if isinstance(atom, Binary) and atom.op in ("floordiv", "mod") and isinstance(atom.b, Const):
+            digit = self.digit_atom(atom, ctx)
+            if digit is not None:
+                return digit
             c = int(atom.b.value)
             a = self.index(atom.a, ctx, conds)
             if a.literal:
@@ -445,6 +497,30 @@ class KernelEmitter:
             return Val(text, self.idt, self.union(a.axes, b.axes), max(a.level, b.level), self.uses(deps))
         raise CodegenError(f"node {ctx.p.node.name!r}: cannot emit index expression {to_text(atom)!r}")
 
+    def digit_atom(self, atom: Expr, ctx: _NodeCtx) -> Val | None:
+        """`v // c` or `v % c` of a loop variable as a digit of one tile axis: a digit of a flat
+        index that falls on one side of the (y, x) split is computed on that axis alone (a
+        [YBLOCK, 1] column instead of the whole tile: `(y * 192 + x) // 6720` is `y // 35`)."""
+        d = digit_of(atom, ctx.digits)
+        if d is None:
+            return None
+        parts = unflatten(d, self.flats)
+        if len(parts) != 1 or parts[0][1] != 1:
+            return None
+        d = normal_digit(parts[0][0], self.extents)
+        if d.base.startswith("flat_"):
+            return None
+        base = self.base_val(d.base)
+        if base.literal:
+            assert base.const is not None
+            q = int(base.const) // d.div
+            q = q if d.mod is None else q % d.mod
+            return Val(str(q), self.idt, const=q)
+        if d.div == 1 and d.mod is None:
+            return base
+        prefix = base.axes[0] if len(base.axes) == 1 else "x"
+        return self.emit(d.rhs(), [base], self.idt, prefix=prefix)
+
     # -- loads ----------------------------------------------------------------------------------------
     def ptr(self, buffer: str) -> str:
         return f"{buffer}_ptr"
@@ -467,12 +543,17 @@ class KernelEmitter:
         deps = [idx, *masks]
         axes = self.union(idx.axes, mask_axes)
         if cdt == buf.dtype:
-            return self.emit(rhs, deps, cdt, axes=axes)
-        indent = 8 if max(d.level for d in deps) else 4
-        if indent + len("tmp000 = ") + len(rhs) + len(".to(tl.float32)") <= LINE_LENGTH:
-            return self.emit(f"{rhs}.to({TL_DTYPE[cdt]})", deps, cdt, axes=axes)
-        # Too long for one line: load, then widen (a chained call would wrap awkwardly).
-        return self.from_storage(self.emit(rhs, deps, buf.dtype, axes=axes))
+            out = self.emit(rhs, deps, cdt, axes=axes)
+        else:
+            indent = 8 if max(d.level for d in deps) else 4
+            if indent + len("tmp000 = ") + len(rhs) + len(".to(tl.float32)") <= LINE_LENGTH:
+                out = self.emit(f"{rhs}.to({TL_DTYPE[cdt]})", deps, cdt, axes=axes)
+            else:
+                # Too long for one line: load, then widen (a chained call would wrap awkwardly).
+                out = self.from_storage(self.emit(rhs, deps, buf.dtype, axes=axes))
+        if masks:
+            self.zero_masked[out.text] = frozenset(m.text for m in masks)
+        return out
 
     def address(self, buffer: str, idx: Val, axes: tuple[str, ...]) -> str:
         """`ptr + index`, widened to `axes` when the index alone has fewer (so that the pointer
@@ -520,6 +601,17 @@ class KernelEmitter:
             return Val(literal_text(e.value, e.dtype), e.dtype, const=e.value)
         if isinstance(e, Load):
             return self.load(e, ctx, conds)
+        if e.dtype == DType.int64 and self.idt == DType.int32 and _index_like(e, ctx.ranges):
+            # Integer arithmetic of loop variables (a window's bounds checks) that provably fits in
+            # int32: index arithmetic in int32 (plain // and % on non-negative operands, digits of
+            # one tile axis) rather than int64 value arithmetic with sign-correcting helpers.
+            idx = self.index(e.index if isinstance(e, IndexValue) else e, ctx, conds)
+            if idx.literal:
+                assert idx.const is not None
+                return Val(str(idx.const), DType.int64, const=int(idx.const))
+            if idx.text.isidentifier():
+                return Val(idx.text, DType.int32, idx.axes, idx.level, idx.names)
+            return self.emit(idx.text, [idx], DType.int32)
         if isinstance(e, Var | IndexValue):
             idx = self.index(e if isinstance(e, Var) else e.index, ctx, conds)
             if idx.literal:
@@ -556,6 +648,13 @@ class KernelEmitter:
             return self.coerce(self.value(taken, ctx, conds), res)
         body = self.coerce(self.value(e.body, ctx, (*conds, c)), res)
         other = self.coerce(self.value(e.other, ctx, conds), res)
+        if (
+            other.literal
+            and other.const == 0
+            and str(other.const)[0] != "-"
+            and c.text in self.zero_masked.get(body.text, ())
+        ):
+            return body  # a load masked by the condition already reads 0 where it fails
         if body.literal and other.literal:
             body = self.materialize(body, res)
         return self.emit(f"tl.where({c.text}, {body.text}, {other.text})", [c, body, other], res)
@@ -588,6 +687,8 @@ class KernelEmitter:
         rule = binary_rule(e.op)
         if BINARY_RESULT.get(e.op) == "bool":
             operand = compute_dtype(promote(e.a.dtype, e.b.dtype, a_weak=_is_weak(e.a), b_weak=_is_weak(e.b)))
+            if operand == DType.int64 and e.op in COMPARE_OPS and _int32_exact(a) and _int32_exact(b):
+                operand = DType.int32  # both sides hold exact int32 values: the same comparison
         else:
             operand = res
         av, bv = self.coerce(a, operand), self.coerce(b, operand)
@@ -630,19 +731,14 @@ class KernelEmitter:
         red = p.node.value
         assert isinstance(red, Reduce) and red.dtype is not None and red.x.dtype is not None
         rule = reduction_rule(red.op)
-        v = self.value(red.x, self.ctxs[p.node.name], ())
         if red.op in ("sum", "prod"):
             acc = compute_dtype(red.dtype)
         elif red.op == "any":
-            v = self.coerce(v, DType.bool)
             acc = DType.int8
         else:
             acc = compute_dtype(red.x.dtype)
             if acc == DType.bool:
                 acc = DType.int8
-        v = self.materialize(self.coerce(v, acc), acc)
-        ident = self.identity(rule.identity, acc)
-        full = ("x", "r0_")
         back_to_bool = red.dtype == DType.bool
 
         def finish(res: Val) -> None:
@@ -651,6 +747,15 @@ class KernelEmitter:
             self.results[p.node.name] = res
             self.store(p, res)
 
+        if self.t.unroll:
+            finish(self.unrolled(p, rule.combine, acc, back_to_bool=red.op == "any"))
+            return
+        v = self.value(red.x, self.ctxs[p.node.name], ())
+        if red.op == "any":
+            v = self.coerce(v, DType.bool)
+        v = self.materialize(self.coerce(v, acc), acc)
+        ident = self.identity(rule.identity, acc)
+        full = ("x", "r0_")
         r0 = self.mask_val.get("r0_")
         final = rule.final.template(acc)
         if final is None:
@@ -717,6 +822,24 @@ class KernelEmitter:
 
         self.pending.append(fin)
 
+    def unrolled(self, p: Placement, combine: str, acc: DType, *, back_to_bool: bool) -> Val:
+        """A small reduction unrolled at generation time: the value at each point of the reduction
+        (its loop variables bound to constants), combined left to right in r order."""
+        red = p.node.value
+        assert isinstance(red, Reduce)
+        ctx = self.ctxs[p.node.name]
+        out: Val | None = None
+        for r in range(self.t.unroll):
+            self.axis_val["r0_"] = Val(str(r), self.idt, const=r)
+            v = self.value(red.x, ctx, ())
+            if back_to_bool:
+                v = self.coerce(v, DType.bool)
+            v = self.materialize(self.coerce(v, acc), acc)
+            out = v if out is None else self.emit(combine.format(a=out.text, b=v.text), [out, v], acc)
+        del self.axis_val["r0_"]
+        assert out is not None
+        return out
+
     @staticmethod
     def identity(kind: str, dtype: DType) -> str:
         if kind == "zero":
@@ -732,7 +855,7 @@ class KernelEmitter:
     def body(self) -> None:
         self.prologue()
         ps = self.launch.placements
-        if self.launch.kind == "pointwise" or self.t.persistent:
+        if self.launch.kind == "pointwise" or self.t.persistent or self.t.unroll:
             for p in ps:
                 if p.role == "reduction":
                     self.reduction(p)
@@ -825,6 +948,9 @@ class KernelEmitter:
             ("pointwise", 1): "pointwise",
             ("pointwise", 2): "pointwise, 2D tile (transposed access)",
         }.get((launch.kind, len(launch.axes)), "persistent reduction" if t.persistent else "looped reduction")
+        if t.unroll:
+            tile = ", 2D tile (row index arithmetic per row)" if len(launch.axes) == 2 else ""
+            style = f"reduction unrolled over r0={t.unroll}{tile}"
         src = f"plan kernel {launch.plan_kernel}"
         if launch.epilogue_of:
             src += f" (epilogue of template {launch.epilogue_of})"

@@ -11,15 +11,16 @@ candidate divides. Index arithmetic is int64 only where some index can leave int
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2, prod
-from fuseopt.codegen.indexing import Digit
-from fuseopt.codegen.schedule import Axis, ComputeLaunch, Placement, digits_of, pointwise_segments
+from fuseopt.codegen.indexing import Digit, digit_of
+from fuseopt.codegen.schedule import Axis, ComputeLaunch, Placement, Segment, digits_of, pointwise_segments
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Expr, IndexValue, Load, Var, walk
+from fuseopt.ir.expr import Expr, IndexValue, Load, Reduce, Var, walk
 from fuseopt.ir.graph import Graph
 
 
@@ -33,6 +34,7 @@ class CodegenOptions:
     max_yblock: int = 64
     max_r0_block: int = 1024
     tile_2d: bool = True  # allow 2D tiles for transposes
+    unroll_rnumel: int = 16  # largest rnumel of a reduction unrolled at generation time (0: never)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Tiling:
     autotune: tuple[LaunchConfig, ...]  # empty unless autotuning
     masked: tuple[str, ...]  # axes whose lanes can fall outside the box
     index_dtype: DType  # int32 or int64
+    unroll: int = 0  # rnumel of a reduction unrolled into a pointwise tile (0: not unrolled)
 
     @property
     def configs(self) -> tuple[LaunchConfig, ...]:
@@ -69,6 +72,14 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
         else:
             default, cands = _configs_1d(launch, options)
         persistent = False
+    elif _unrollable(launch, options):
+        rnumel = launch.axes[1].numel
+        launch = _unrolled(launch, options)
+        default, cands = _configs_unrolled(launch, options)
+        autotune = cands if options.autotune else ()
+        configs = autotune or (default,)
+        masked = tuple(a.name for a in launch.axes if any(a.numel % c.block(a.block) != 0 for c in configs))
+        return Tiling(launch, False, default, autotune, masked, _index_dtype(graph, launch), rnumel)
     else:
         rnumel = launch.axes[1].numel
         persistent = rnumel <= options.persistent_rnumel
@@ -133,6 +144,123 @@ def _maybe_2d(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> C
     y, x = Axis("y", numel // split), Axis("x", split)
     placements = tuple(Placement(p.node, p.role, pointwise_segments(p.node, y, x)) for p in launch.placements)
     return launch.with_axes((y, x), placements)
+
+
+# -- unrolled small reductions ------------------------------------------------------------------
+def _unrollable(launch: ComputeLaunch, o: CodegenOptions) -> bool:
+    """A reduction over a few points (a pooling window) is cheaper unrolled: each point becomes its
+    own load of a pointwise tile, every load coalesced along the output's contiguous dimension,
+    instead of a [XBLOCK, R0_BLOCK] tile whose r lanes are strided and mostly padding (rnumel 9 in a
+    block of 16). Not for pair reductions (argmax keeps an index) nor for kernels with pointwise
+    work inside the reduction loop (those run on the r axis too)."""
+    rnumel = launch.axes[1].numel
+    if not 1 <= rnumel <= o.unroll_rnumel:
+        return False
+    for p in launch.placements:
+        if p.role == "inner":
+            return False
+        if (
+            p.role == "reduction"
+            and isinstance(p.node.value, Reduce)
+            and p.node.value.op in ("argmax", "argmin")
+        ):
+            return False
+    return True
+
+
+def _digit_split(launch: ComputeLaunch, numel: int, rnumel: int) -> int | None:
+    """Where to split the flat x index of an unrolled reduction into (y, x) so that all its `//`
+    and `%` arithmetic (the window's bounds checks: `x // 6720 % 35` for a channels-last image row)
+    runs on the [YBLOCK, 1] column of row indices, once per row, instead of once per element.
+
+    The split s is the gcd of every divisor applied to the flat index: each `x // d` digit is then
+    a digit of the row index alone (`y // (d / s)`); a bare `x % m` needs m | s (it falls on x).
+    Only when the x tile keeps at least 16 points (a channels-last image: s = channels)."""
+    sizes = {"x": numel, "r0_": rnumel}
+    divs: set[int] = set()
+    mods: set[int] = set()
+    for p in launch.placements:
+        digits = digits_of(p, sizes)
+        for root in (p.node.store.index, p.node.value):
+            for e in walk(root):
+                d = digit_of(e, digits)
+                if d is None or d.base != "xindex":
+                    continue
+                if d.div > 1:
+                    divs.add(d.div)
+                elif d.mod is not None:
+                    mods.add(d.mod)
+    if not divs:
+        return None
+    s = 0
+    for div in sorted(divs):
+        s = math.gcd(s, div)
+    if s < 16 or s >= numel or numel % s or any(s % m for m in mods):
+        return None
+    return s
+
+
+def _unrolled(launch: ComputeLaunch, o: CodegenOptions) -> ComputeLaunch:
+    numel, rnumel = launch.axes[0].numel, launch.axes[1].numel
+    s = _digit_split(launch, numel, rnumel) if o.tile_2d else None
+    x = Axis("x", numel if s is None else s)
+    y = None if s is None else Axis("y", numel // s)
+    axes = (x,) if y is None else (y, x)
+    placements = []
+    for p in launch.placements:
+        segs = pointwise_segments(p.node, x, None) if y is None else pointwise_segments(p.node, y, x)
+        if p.role == "reduction":
+            segs = (*segs, Segment(("r0_",), p.node.reduce))
+        placements.append(Placement(p.node, p.role, segs))
+    return launch.with_axes(axes, tuple(placements))
+
+
+def _tile_accesses(launch: ComputeLaunch) -> int:
+    """Global loads and stores in a reduction kernel's loop body (reads of fused buffers excluded)."""
+    produced = launch.producer()
+    n = 0
+    for p in launch.placements:
+        if p.role in ("inner", "reduction"):
+            n += len({(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced})
+            n += int(p.role == "inner" and p.node.output in launch.stores)
+    return max(1, n)
+
+
+def _prev_power_of_2(n: int) -> int:
+    return 1 << (n.bit_length() - 1) if n >= 1 else 1
+
+
+def _pow2_divisor(n: int) -> int:
+    return n & -n
+
+
+def _configs_unrolled(
+    launch: ComputeLaunch, o: CodegenOptions
+) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    """About 2048 points a program and 4 warps: with 16-byte loads that is 2-4 loads in flight per
+    thread and window point. 2D: XBLOCK is the largest power of two dividing the row (no mask, each
+    row a whole number of 128-byte lines for bf16 channels of 64), rows fill the rest."""
+    if len(launch.axes) == 1:
+        cap = next_power_of_2(launch.axes[0].numel)
+
+        def cfg1(xb: int, w: int) -> LaunchConfig:
+            xb = max(1, min(cap, xb, o.max_xblock))
+            return LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128)))
+
+        default = cfg1(1024, 4)
+        return default, _unique(default, [cfg1(512, 4), cfg1(2048, 8)])
+    ynumel, xnumel = launch.axes[0].numel, launch.axes[1].numel
+    ycap = next_power_of_2(ynumel)
+    xb = min(_pow2_divisor(xnumel), 128, o.max_xblock)
+    if xb < 16:
+        xb = min(next_power_of_2(xnumel), 128, o.max_xblock)
+
+    def cfg(yb: int, w: int) -> LaunchConfig:
+        yb = max(1, min(ycap, yb, o.max_yblock))
+        return LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), max(1, min(w, yb * xb // 256)))
+
+    default = cfg(max(1, 4096 // xb), 4)  # 64 rows of 64 bf16 channels for avgpool_cl
+    return default, _unique(default, [cfg(max(1, 1024 // xb), 4), cfg(max(1, 4096 // xb), 8)])
 
 
 def _x_contiguous(graph: Graph, launch: ComputeLaunch) -> bool:
@@ -208,8 +336,18 @@ def _configs_reduction(
         default = LaunchConfig(default.blocks, _warps(default.block("XBLOCK") * rb // 2))
         cands = [cfg(xb, rb) for xb in (1, 2, 4, 8, 16, 32, 64) if 1024 <= xb * rb <= 16384]
         return default, _unique(default, cands)
-    default = cfg(64, 64) if outer else cfg(max(1, 4096 // min(rcap, 1024)), 1024)
-    cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(64, 64), cfg(128, 16)]
+    # Looped: about four programs per multiprocessor (512 on an H200's 132), else a few
+    # programs stream the whole tensor with too few loads in flight (64 programs of 64 rows ran
+    # tsum at 57% of the copy bandwidth); the tile holds ~8192 elements of tile-wide accesses per
+    # program (tsum, 2 loads: 8 x 512; three_layouts_mean, 3 loads and a store: 16 x 128; both
+    # measured best of their sweeps on an H200) with one warp per 512 elements.
+    xb = max(1, min(64, o.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // 512))))
+    rb = max(16, _prev_power_of_2(8192 // (xb * _tile_accesses(launch))))
+    default = cfg(xb, rb)
+    default = LaunchConfig(
+        default.blocks, max(1, min(8, default.block("XBLOCK") * default.block("R0_BLOCK") // 512))
+    )
+    cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
     return default, _unique(default, cands)
 
 
