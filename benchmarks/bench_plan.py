@@ -20,6 +20,7 @@ import sys
 import time
 import tracemalloc
 
+from rich.console import Console
 from rich.progress import Progress
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -39,7 +40,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
-    with Progress() as progress:
+    with Progress(console=Console(stderr=True)) as progress:
         task = progress.add_task("planning", total=len(sizes) * args.repeat)
         for n in sizes:
             text = json.dumps(make_graph(n))

@@ -29,6 +29,7 @@ class MemoryDep:
     sizes: tuple[int, ...]
     # Elements touched: product of the sizes of the variables the index uses (Inductor's get_numel).
     numel: int = field(init=False, compare=False, repr=False)
+    _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         used = self.used_vars()
@@ -37,6 +38,11 @@ class MemoryDep:
             if f"c{i}" in used:
                 n *= s
         object.__setattr__(self, "numel", n)
+        # Deps are dictionary keys in every legality check: hash once.
+        object.__setattr__(self, "_hash", hash((self.buffer, self.terms, self.const, self.sizes)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def used_vars(self) -> set[str]:
         out: set[str] = set()

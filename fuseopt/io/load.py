@@ -24,12 +24,9 @@ Limits (each rejected with a located error; beyond FORMAT.md's own expression li
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import yaml
@@ -60,6 +57,7 @@ from fuseopt.io.locate import (
 from fuseopt.ir import models
 from fuseopt.ir.build import build_graph
 from fuseopt.ir.graph import Graph
+from fuseopt.util import gc_paused
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
@@ -481,26 +479,13 @@ def _has_kind(data: dict[str, Any], loc: tuple[Any, ...]) -> bool:
     return isinstance(node, dict) and "kind" in node
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Loading builds ~10**6 small acyclic objects; the cyclic collector would rescan everything
-    built so far many times over (about 40% of the load time of a 10,000-node graph)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def load_text(text: str, file: str = "<input>") -> Graph:
     """Parse and validate graph text (JSON or YAML). Raises InputError; diagnostics carry
     line:column where the pointer can be found in the text."""
     if len(text) > MAX_FILE_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise InputError([_diag(f"input is larger than {MAX_FILE_BYTES} bytes (16 MiB)", file, "", "limit")])
     try:
-        with _gc_paused():
+        with gc_paused():
             data = parse_text(text, file)
             model = validate_data(data, file)
             del data

@@ -209,8 +209,11 @@ class FusionState:
         ba, bb = 1 << a.gid, 1 << b.gid
         both = ba | bb
         self.alive &= ~bb
-        da, db = self.desc[a.gid] & self.alive & ~both, self.desc[b.gid] & self.alive & ~both
-        aa, ab = self.anc[a.gid] & self.alive & ~both, self.anc[b.gid] & self.alive & ~both
+        # Retired bits may linger in these sets: queries mask them with `alive`, and an OR of a
+        # retired bit into a group is harmless.
+        keep = ~both
+        da, db = self.desc[a.gid] & keep, self.desc[b.gid] & keep
+        aa, ab = self.anc[a.gid] & keep, self.anc[b.gid] & keep
         desc, anc = self.desc, self.anc
         # Groups reaching only a now reach b's descendants; those reaching only b reach a (the
         # merged group's bit) and a's descendants. Symmetrically for descendants.

@@ -112,7 +112,10 @@ def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group) -> Verdict
 def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
     """Can g1 and g2 become one kernel? (Either order; the earlier group is the producer side.)
 
-    Verdicts that depend only on the two groups (`intrinsic`) are cached until either changes.
+    Verdicts are cached until either group changes: a rejection that depends only on the two
+    groups (`intrinsic`) as it is, and an acceptance with its cycle check redone -- fusions
+    elsewhere only ever add paths, so a new path between the two is the one thing that can turn
+    an accepted pair into a rejected one.
     """
     if g1.gid == g2.gid:
         return Verdict.no("same_kernel", "already in one kernel")
@@ -121,11 +124,22 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     key = (g1.gid, state.version[g1.gid], g2.gid, state.version[g2.gid])
     cached = state.verdicts.get(key)
     if cached is not None:
+        if cached.ok and state.would_create_cycle(g1, g2):
+            return _cycle_verdict(state, g1, g2, cached.memory)
         return cached
     v = _check(state, g1, g2, opts)
-    if v.intrinsic:
+    if v.intrinsic or v.ok:
         state.verdicts[key] = v
     return v
+
+
+def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int) -> Verdict:
+    via = state.path_via(g1, g2)
+    return Verdict.no(
+        "would_create_cycle",
+        f"path {_label(g1)} -> {' -> '.join(via) or '...'} -> {_label(g2)} through another kernel",
+        memory,
+    )
 
 
 def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
@@ -176,12 +190,7 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
     if isinstance(shape, Verdict):
         return replace(shape, memory=memory)
     if state.would_create_cycle(g1, g2):
-        via = state.path_via(g1, g2)
-        return Verdict.no(
-            "would_create_cycle",
-            f"path {_label(g1)} -> {' -> '.join(via) or '...'} -> {_label(g2)} through another kernel",
-            memory,
-        )
+        return _cycle_verdict(state, g1, g2, memory)
     kind = shape if shape else ("vertical" if vertical else "horizontal")
     return Verdict(True, kind=kind, memory=memory)
 

@@ -19,7 +19,18 @@ import sympy
 from fuseopt.errors import CheckFailed
 from fuseopt.ir.bounds import Linear, interval, linear_form
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Binary, Const, Expr, IndexValue, Load, Var, substitute_vars, transform, walk
+from fuseopt.ir.expr import (
+    Binary,
+    Const,
+    Expr,
+    IndexValue,
+    Load,
+    Var,
+    substitute_vars,
+    to_text,
+    transform,
+    walk,
+)
 from fuseopt.ir.graph import ComputeNode, LoopVar
 
 _I64 = DType.int64
@@ -124,6 +135,21 @@ def refactor_map(old: Sequence[LoopVar], new: Sequence[LoopVar]) -> dict[str, Ex
 
 
 def prove_refactor(old: Sequence[LoopVar], new: Sequence[LoopVar], mapping: dict[str, Expr]) -> None:
+    """See `_prove`; proofs are memoised by the mapping's shape (sizes and digit structure)."""
+    names = {lv.name: f"o{i}" for i, lv in enumerate(old)} | {lv.name: f"n{i}" for i, lv in enumerate(new)}
+    canon = tuple(
+        to_text(substitute_vars(mapping[lv.name], {k: Var(v) for k, v in names.items()})) for lv in old
+    )
+    key = (tuple(lv.size for lv in old), tuple(lv.size for lv in new), canon)
+    if key not in _PROVEN:
+        _prove(old, new, mapping)
+        _PROVEN.add(key)
+
+
+_PROVEN: set[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]] = set()
+
+
+def _prove(old: Sequence[LoopVar], new: Sequence[LoopVar], mapping: dict[str, Expr]) -> None:
     """Prove with sympy that `mapping` (old variables in new ones) is a bijection of the loop box.
 
     Each new variable n is written in mixed-radix digits D = (n // a) % b, which must tile its
@@ -425,6 +451,8 @@ def merge_at(node: ComputeNode, k: int) -> ComputeNode:
 
 def merge_all(node: ComputeNode, split: int | None = None) -> tuple[ComputeNode, int]:
     """Merge every chaining pair until none is left; returns the node and the number of merges."""
+    if len(node.loops) < 2 and len(node.reduce) < 2:
+        return node, 0
     count = 0
     while True:
         pairs = mergeable_pairs(node, split)

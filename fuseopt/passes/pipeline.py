@@ -18,6 +18,7 @@ from fuseopt.passes.fusion import FusionResult, fuse
 from fuseopt.passes.loop_order import LoopOrder, merge_loops, normalize_loops
 from fuseopt.passes.options import Options
 from fuseopt.plan import Kernel, Plan
+from fuseopt.util import gc_paused
 
 
 @dataclass(frozen=True)
@@ -144,13 +145,14 @@ def optimize(
     from fuseopt.passes.verify import verify
 
     opts = opts or Options()
-    stage = initial_stage(graph)
-    for name, fn in PIPELINE:
-        if passes is not None and name not in passes:
-            continue
-        stage = fn(stage, opts)
-        if verify_each:
-            verify(stage.graph, stage.plan)
+    with gc_paused():
+        stage = initial_stage(graph)
+        for name, fn in PIPELINE:
+            if passes is not None and name not in passes:
+                continue
+            stage = fn(stage, opts)
+            if verify_each:
+                verify(stage.graph, stage.plan)
     if stage.plan.options != opts.to_json():
         stage = dataclasses.replace(stage, plan=dataclasses.replace(stage.plan, options=opts.to_json()))
     return stage
