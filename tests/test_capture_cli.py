@@ -55,6 +55,10 @@ def test_capture_writes_the_graph(captured: tuple[Result, Path], program: Path) 
     assert src["inputs"] == ["float32[64,32]", "float32[64,32]"]
     assert src["layouts"] == ["contiguous", "transposed"] and src["seed"] == 0
     assert g.meta["inductor"]["kernel_count"] == 1
+    plain = out.parent / "plain.txt"
+    plain.write_text("")
+    assert out.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777, "the umask's mode, not 0600"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["plain.txt", "scale_sum.yaml"]
 
 
 def test_optimize_prints_the_inductor_line(captured: tuple[Result, Path]) -> None:

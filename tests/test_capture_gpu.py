@@ -14,10 +14,12 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 
 from fuseopt.capture import capture_program
 from fuseopt.capture.specs import make_inputs, parse_spec
@@ -47,19 +49,28 @@ def _comparable(g: Graph) -> dict[str, Any]:
     return {"buffers": d["buffers"], "nodes": d["nodes"], "kernels": d["meta"]["inductor"]["kernels"]}
 
 
-def _programs() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
-    from tests.test_capture import PROGRAMS
+def _load_programs(module_name: str) -> ModuleType:
     from tests.test_capture_models import CAPTURED
 
-    out = dict(PROGRAMS)
-
-    spec = importlib.util.spec_from_file_location("captured_programs_gpu", CAPTURED / "programs.py")
+    spec = importlib.util.spec_from_file_location(module_name, CAPTURED / "programs.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for name, (texts, layouts) in module.CAPTURES.items():
+    return module
+
+
+def _programs() -> dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[Any, ...]]]:
+    """name -> (function on CPU tensors, the same on CUDA tensors and parameters, CPU inputs)."""
+    from tests.test_capture import PROGRAMS
+
+    out = {name: (fn, fn, args) for name, (fn, args) in PROGRAMS.items()}
+    cpu, gpu = _load_programs("captured_programs_cpu"), _load_programs("captured_programs_gpu")
+    for value in vars(gpu).values():
+        if isinstance(value, torch.nn.Module):
+            value.cuda()
+    for name, (texts, layouts) in cpu.CAPTURES.items():
         inputs = make_inputs([parse_spec(t, lay) for t, lay in zip(texts, layouts, strict=True)], seed=0)
-        out[name] = (getattr(module, name), tuple(inputs))
+        out[name] = (getattr(cpu, name), getattr(gpu, name), tuple(inputs))
     return out
 
 
@@ -77,11 +88,11 @@ def report() -> Any:
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_emulated_capture_equals_the_gpu_capture(name: str) -> None:
-    fn, args = PROGRAMS[name]
+    fn, fn_cuda, args = PROGRAMS[name]
     entry: dict[str, Any] = {}
     _REPORT[name] = entry
     try:
-        gpu = capture_program(fn, *[_to_cuda(a) for a in args], emulate_gpu=False)
+        gpu = capture_program(fn_cuda, *[_to_cuda(a) for a in args], emulate_gpu=False)
     except Exception as exc:
         entry["gpu_error"] = str(exc)
         raise
@@ -93,6 +104,7 @@ def test_emulated_capture_equals_the_gpu_capture(name: str) -> None:
         emulated_kernels=b["kernels"],
         gpu_bytes=gpu.graph.meta["inductor"]["num_bytes_accessed"],
         emulated_bytes=emu.graph.meta["inductor"]["num_bytes_accessed"],
+        emulation_missing=emu.emulation.missing if emu.emulation else None,
     )
     if a != b:
         entry["gpu"], entry["emulated"] = a, b
@@ -104,3 +116,19 @@ def test_emulated_capture_equals_the_gpu_capture(name: str) -> None:
     if name in KNOWN_LOWERING_DIFFERENCES:
         pytest.xfail(KNOWN_LOWERING_DIFFERENCES[name])
     assert a == b
+
+
+def test_max_autotune_templates_become_template_nodes() -> None:
+    """With max_autotune and Triton templates only, the matmul of jit_aot is a template node."""
+    fn, _, args = PROGRAMS["jit_aot"]
+    config = {"max_autotune": True, "max_autotune_gemm_backends": "TRITON", "max_fusion_size": 2}
+    cap = capture_program(fn, *[_to_cuda(a) for a in args], emulate_gpu=False, inductor_config=config)
+    kinds = {n.name: n.kind for n in cap.graph.nodes}
+    _REPORT["jit_aot_max_autotune"] = {"kinds": kinds, "kernels": cap.graph.meta["inductor"]["kernels"],
+                                       "graph": graph_to_dict(cap.graph)["nodes"]}  # fmt: skip
+    assert "template" in kinds.values()
+    assert max(len(k) for k in cap.graph.meta["inductor"]["kernels"]) <= 2
+    got = cap.program_outputs(run_graph(cap.graph, cap.input_storages()))
+    want = [t if isinstance(t, torch.Tensor) else torch.tensor(t) for t in pytree.tree_leaves(fn(*args))]
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-3)

@@ -2,6 +2,7 @@
 
 COMMANDS: dict[str, str] = {
     "bench": "fuseopt.cli.bench_cmd",
+    "capture": "fuseopt.cli.capture_cmd",
     "check-determinism": "fuseopt.cli.determinism_cmd",
     "ci": "fuseopt.cli.ci_cmd",
     "diff-jit-aot": "fuseopt.cli.diff_cmd",

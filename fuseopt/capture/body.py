@@ -1,0 +1,307 @@
+"""One Inductor loop body -> one FORMAT node: the body is run with an ops handler that builds trees.
+
+`LoopBody(vars)` replays the body's FX graph against `V.ops`; `BodyHandler` is that handler. Each op
+becomes a node of fuseopt's expression tree (`fuseopt.ir.expr`), by rule tables keyed by the op's
+name; an op without a rule is an error naming it. Masked sub-blocks are run inside `masked(...)`,
+index expressions go through `IndexPrinter`, and an indirect index is a symbol that prints as the
+load it came from. Multi-output reductions (Welford's var_mean, online softmax) become one reduction
+per output buffer; the second output reads the first's buffer (see `_second_output`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import sympy
+
+from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.index import IndexPrinter
+from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Binary, Cast, Const, Expr, IndexValue, Load, Masked, Reduce, Unary, Var, Where
+
+MAX_INT = 2**63 - 1
+
+# Inductor op -> fuseopt unary op (`neg` and `not` are the operators `-` and `~`).
+UNARY_OPS: dict[str, str] = {
+    "neg": "neg",
+    "logical_not": "not",
+    "bitwise_not": "not",
+    **{
+        name: name
+        for name in (
+            "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "abs", "sin", "cos",
+            "tan", "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "round", "trunc", "sign",
+            "reciprocal", "isnan", "isinf",
+        )
+    },
+}  # fmt: skip
+
+# Inductor op -> fuseopt binary op. Inductor's `mod` is C's (sign of the dividend): fmod;
+# `remainder` and `floordiv` are Python's: % and //.
+BINARY_OPS: dict[str, str] = {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "truediv": "truediv",
+    "floordiv": "floordiv",
+    "remainder": "mod",
+    "mod": "fmod",
+    "fmod": "fmod",
+    "maximum": "maximum",
+    "minimum": "minimum",
+    "pow": "pow",
+    "atan2": "atan2",
+    "lt": "lt",
+    "le": "le",
+    "gt": "gt",
+    "ge": "ge",
+    "eq": "eq",
+    "ne": "ne",
+    "and_": "and",
+    "or_": "or",
+    "logical_and": "and",
+    "logical_or": "or",
+    "bitwise_and": "and",
+    "bitwise_or": "or",
+}
+
+REDUCTIONS: dict[str, str] = {
+    "sum": "sum",
+    "prod": "prod",
+    "max": "max",
+    "min": "min",
+    "argmax": "argmax",
+    "argmin": "argmin",
+    "any": "any",
+}
+
+# Reductions with several outputs, each stored by its own node: the number of outputs.
+MULTI_OUTPUT_REDUCTIONS: dict[str, int] = {"welford_reduce": 3, "online_softmax_reduce": 2}
+
+# Ops that only check or annotate: they produce nothing a graph needs.
+IGNORED_OPS = frozenset({"check_bounds", "device_assert_async"})
+
+
+def dtype_of(torch_dtype: Any, *, node: str | None = None) -> DType:
+    """The FORMAT dtype of a torch dtype, or an error naming it."""
+    name = str(torch_dtype).removeprefix("torch.")
+    try:
+        return DType(name)
+    except ValueError:
+        raise CaptureError(
+            f"dtype {name} is not in FORMAT v1 ({', '.join(d.value for d in DType)})", node=node
+        ) from None
+
+
+def constant(value: Any, dtype: DType | None, *, node: str) -> Const:
+    """A literal of the given dtype's kind (a float dtype prints as a float literal)."""
+    if dtype == DType.bool or isinstance(value, bool):
+        return Const(bool(value))
+    if (dtype is not None and dtype.is_float) or isinstance(value, float):
+        return Const(float(value))
+    v = int(value)
+    if abs(v) > MAX_INT:
+        raise CaptureError(f"integer constant {v} is outside FORMAT v1's range |v| < 2**63", node=node)
+    return Const(v)
+
+
+@dataclass(frozen=True)
+class ReductionPart:
+    """Output `index` of a multi-output reduction of `value` (what `getitem` on it returns)."""
+
+    kind: str
+    index: int
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store:
+    buffer: str
+    index: sympy.Expr
+    value: Expr | ReductionPart
+
+
+class BodyEnv(Protocol):
+    """What a body's conversion needs from the graph around it (implemented by the converter)."""
+
+    def load(self, name: str, index: sympy.Expr, ctx: NodeContext) -> Expr: ...
+
+    def first_output(self, node: str, kind: str) -> str: ...
+
+
+@dataclass
+class NodeContext:
+    """Per-node state of a conversion: loop symbols, indirect symbols, the store seen."""
+
+    node: str
+    loop_vars: dict[sympy.Symbol, str]
+    var_ranges: dict[sympy.Symbol, int]
+    rnumel: int
+    indirect: dict[sympy.Symbol, Expr] = field(default_factory=dict)
+    stores: list[Store] = field(default_factory=list)
+
+    def printer(self) -> IndexPrinter:
+        return IndexPrinter(self.loop_vars, self.indirect, self.node)
+
+    def index(self, e: Any) -> Expr:
+        return self.printer()(e)
+
+
+class BodyHandler:
+    """An Inductor ops handler whose values are fuseopt expression trees."""
+
+    def __init__(self, env: BodyEnv, ctx: NodeContext):
+        self._env = env
+        self._ctx = ctx
+
+    # -- any op without a rule ------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in UNARY_OPS:
+            op = UNARY_OPS[name]
+            return lambda x: Unary(op, self._value(x))
+        if name in BINARY_OPS:
+            op2 = BINARY_OPS[name]
+            return lambda a, b: Binary(op2, self._value(a), self._value(b))
+        if name in IGNORED_OPS:
+            return lambda *args, **kwargs: None
+        node = self._ctx.node
+
+        def unsupported(*args: Any, **kwargs: Any) -> Any:
+            # Raised when the op is used, not when it is looked up (Inductor may probe handlers).
+            raise CaptureError(
+                f"op {name!r} is not supported by capture (FORMAT v1 has no equivalent)", node=node
+            )
+
+        return unsupported
+
+    def _value(self, x: Any) -> Expr:
+        if isinstance(x, Expr):
+            return x
+        if isinstance(x, bool | int | float):
+            return constant(x, None, node=self._ctx.node)
+        if isinstance(x, ReductionPart):
+            raise CaptureError(
+                f"the result of {x.kind} is used before it is stored (fused reductions are not supported)",
+                node=self._ctx.node,
+            )
+        raise CaptureError(f"unexpected value {type(x).__name__} in a loop body", node=self._ctx.node)
+
+    # -- leaves ----------------------------------------------------------------------------------
+    def load(self, name: str, index: sympy.Expr) -> Expr:
+        return self._env.load(name, index, self._ctx)
+
+    def constant(self, value: Any, dtype: Any) -> Expr:
+        return constant(value, dtype_of(dtype, node=self._ctx.node), node=self._ctx.node)
+
+    def index_expr(self, index: Any, dtype: Any) -> Expr:
+        target = dtype_of(dtype, node=self._ctx.node)
+        tree = self._ctx.index(index)
+        if isinstance(tree, Const):
+            return constant(tree.value, target, node=self._ctx.node)
+        value: Expr = tree if isinstance(tree, Var) else IndexValue(tree)
+        return value if target == DType.int64 else Cast(value, target)
+
+    value_expr = index_expr
+
+    def indirect_indexing(self, x: Any, size: Any, check: bool = True, wrap_neg: bool = True) -> sympy.Symbol:
+        # Negative indices are not wrapped (wrap_neg): FORMAT v1 indices must be in bounds, and
+        # the interpreter reports an out-of-bounds indirect load by node.
+        value = self._value(x)
+        if isinstance(value, Cast) and value.to.is_int:
+            value = value.x
+        sym = sympy.Symbol(f"indirect{len(self._ctx.indirect)}", integer=True)
+        self._ctx.indirect[sym] = value
+        return sym
+
+    # -- structure -------------------------------------------------------------------------------
+    def to_dtype(self, x: Any, dtype: Any, src_dtype: Any = None, use_compute_types: bool = True) -> Expr:
+        return Cast(self._value(x), dtype_of(dtype, node=self._ctx.node))
+
+    def identity(self, x: Any) -> Expr:
+        return self._value(x)
+
+    def square(self, x: Any) -> Expr:
+        v = self._value(x)
+        return Binary("mul", v, v)
+
+    def where(self, cond: Any, a: Any, b: Any) -> Expr:
+        return Where(self._value(cond), self._value(a), self._value(b))
+
+    def masked(self, mask: Any, body: Callable[[], Any], other: Any) -> Expr:
+        return Masked(self._value(mask), self._value(body()), self._value(other))
+
+    def reduction(self, dtype: Any, src_dtype: Any, reduction_type: str, value: Any) -> Any:
+        if reduction_type in MULTI_OUTPUT_REDUCTIONS:
+            v = self._value(value)
+            return tuple(
+                ReductionPart(reduction_type, i, v) for i in range(MULTI_OUTPUT_REDUCTIONS[reduction_type])
+            )
+        op = REDUCTIONS.get(reduction_type)
+        if op is None:
+            raise CaptureError(
+                f"reduction {reduction_type!r} is not supported (FORMAT v1: {', '.join(REDUCTIONS)}, "
+                f"and Welford/online-softmax outputs)",
+                node=self._ctx.node,
+            )
+        return Reduce(op, self._value(value))
+
+    def store(self, name: str, index: Any, value: Any, mode: Any = None) -> None:
+        if mode is not None:
+            raise CaptureError(
+                f"store mode {mode!r} (e.g. scatter's atomic_add) is not supported", node=self._ctx.node
+            )
+        self._ctx.stores.append(Store(name, index, self._value(value)))
+
+    def store_reduction(self, name: str, index: Any, value: Any) -> None:
+        if not isinstance(value, ReductionPart):
+            value = self._value(value)
+        self._ctx.stores.append(Store(name, index, value))
+
+
+def reduction_value(part: Expr | ReductionPart, store: Load, env: BodyEnv, ctx: NodeContext) -> Expr:
+    """The top-level reduction a node stores: plain, or one output of a multi-output reduction."""
+    if isinstance(part, Expr):
+        return part
+    n = float(ctx.rnumel)
+    if part.kind == "welford_reduce":
+        if part.index == 0:  # mean
+            return Reduce("sum", Binary("truediv", part.value, Const(n)))
+        if part.index == 2:  # weight: the number of elements reduced
+            return Reduce("sum", Const(1.0))
+        return Reduce("sum", _squared(Binary("sub", part.value, _second_output(part, store, env, ctx))))
+    # online softmax: (max, sum(exp(x - max)))
+    if part.index == 0:
+        return Reduce("max", part.value)
+    return Reduce("sum", Unary("exp", Binary("sub", part.value, _second_output(part, store, env, ctx))))
+
+
+def _squared(e: Expr) -> Expr:
+    return Binary("mul", e, e)
+
+
+def _second_output(part: ReductionPart, store: Load, env: BodyEnv, ctx: NodeContext) -> Expr:
+    """The first output's value at this point: a load of its buffer at this node's store index.
+
+    Inductor computes the outputs of one multi-output reduction together; FORMAT v1 has one
+    reduction per node, so the later outputs (Welford's M2, online softmax's sum) read the first
+    (the mean, the max) from its buffer, which the converter checks has this buffer's layout.
+    """
+    first = env.first_output(ctx.node, part.kind)
+    return Load(first, store.index)
+
+
+def run_body(body: Any, sizes: Sequence[Sequence[int]], env: BodyEnv, ctx: NodeContext) -> list[Store]:
+    """Replay `body` (an Inductor LoopBody) on the symbols of `ctx` with a BodyHandler."""
+    from torch._inductor.virtualized import V
+
+    syms = list(ctx.loop_vars)
+    iter_syms = syms[: len(sizes[0])]
+    red_syms = syms[len(sizes[0]) :]
+    handler: Any = BodyHandler(env, ctx)  # duck-typed: ops without a rule raise by name
+    with V.set_ops_handler(handler):
+        body(iter_syms, red_syms)
+    return ctx.stores

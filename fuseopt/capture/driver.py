@@ -1,0 +1,393 @@
+"""`capture_program(fn, *inputs)`: compile with torch.compile (Inductor), keep what its scheduler saw.
+
+The program is compiled by Dynamo with a backend that records the example inputs and hands the
+graph to Inductor's `compile_fx`. Inductor lowers it (under `gpu_emulation()` unless asked not to)
+and builds its scheduler; our replacement of `Scheduler.fuse_nodes` converts the nodes as created,
+lets Inductor fuse them, records its kernels, and stops the compile there (kernels are never
+generated). The result is validated like any input file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fuseopt.capture.body import dtype_of
+from fuseopt.capture.convert import Converter, Draft, Layout, OutputSpec, layout_of, resolve
+from fuseopt.capture.emulate import Emulation, gpu_emulation, has_config
+from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.specs import describe_tensor
+from fuseopt.errors import InputError
+from fuseopt.ir.expr import KEYWORDS
+from fuseopt.ir.graph import Graph
+from fuseopt.ir.models import FORMAT_ID, GRAPH_NAME_PATTERN, NAME_PATTERN
+
+if TYPE_CHECKING:
+    import torch
+
+BYTES_DEFINITION = (
+    "fuseopt's num_bytes_accessed (fuseopt.analysis.metrics.AccessTable.kernel_bytes) summed over "
+    "Inductor's kernels"
+)
+
+
+class _Stop(Exception):
+    """Raised after fusion to end the compile: nothing past the scheduler is needed."""
+
+
+@dataclass
+class _State:
+    placeholders: list[str] = field(default_factory=list)
+    examples: list[Any] = field(default_factory=list)
+    draft: Draft | None = None
+    groups: list[list[str]] | None = None
+    real_inputs: dict[str, Any] = field(default_factory=dict)
+    error: CaptureError | None = None
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A captured program: the graph, the tensors its inputs held, how to read its outputs back."""
+
+    graph: Graph
+    inputs: Mapping[str, torch.Tensor]  # input buffer -> the example tensor (or constant) it held
+    outputs: tuple[OutputSpec, ...]  # Inductor's graph outputs, in order
+    emulation: Emulation | None
+
+    def input_storages(self) -> dict[str, torch.Tensor]:
+        """Flat storages for `run_graph`: each input's elements from its data pointer on."""
+        import torch
+
+        out: dict[str, torch.Tensor] = {}
+        for b in self.graph.inputs:
+            t = self.inputs[b.name]
+            out[b.name] = torch.as_strided(t, (b.storage_size,), (1,)).detach().cpu().clone()
+        return out
+
+    def program_outputs(self, storages: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+        """The graph's outputs as tensors, from `run_graph`'s storages (slices of a concatenation
+        are added into one storage: they do not overlap, and the interpreter zero-fills)."""
+        import torch
+
+        tensors: list[torch.Tensor] = []
+        for spec in self.outputs:
+            lay = spec.layout
+            if spec.pieces:
+                flat = torch.zeros(lay.storage_size, dtype=storages[spec.pieces[0][0]].dtype)
+                for name, offset in spec.pieces:
+                    part = storages[name]
+                    flat[offset : offset + part.numel()] += part
+            else:
+                flat = storages[spec.buffer]
+            tensors.append(torch.as_strided(flat, lay.shape, lay.stride, lay.offset))
+        return tensors
+
+
+def capture(fn: Callable[..., Any], *example_inputs: Any, name: str | None = None) -> Graph:
+    """The fuseopt graph of `fn(*example_inputs)` as Inductor schedules it, with Inductor's own
+    fusion result in `graph.meta["inductor"]` (see `capture_program`)."""
+    return capture_program(fn, *example_inputs, name=name).graph
+
+
+def capture_program(
+    fn: Callable[..., Any],
+    *example_inputs: Any,
+    name: str | None = None,
+    source: Mapping[str, Any] | None = None,
+    emulate_gpu: bool = True,
+    inductor_config: Mapping[str, Any] | None = None,
+) -> Capture:
+    """Compile `fn` with torch.compile (Inductor) on `example_inputs` and convert its scheduler nodes.
+
+    Runs under `torch.no_grad()` (an inference graph), with static shapes and one graph
+    (`fullgraph=True`). Dynamo's caches are reset before and after. `source` goes to
+    `meta["source"]` (default: the function's file, name and input specs). With `emulate_gpu`
+    (the default) Inductor plans for a GPU although the tensors are on the CPU. `inductor_config`
+    patches `torch._inductor.config` for the compile (e.g. `{"max_fusion_size": 2}`); it is
+    recorded in `meta["capture"]["inductor_config"]`.
+    Raises CaptureError when torch.compile fails or the graph uses what FORMAT v1 cannot express.
+    """
+    import torch
+    from torch._inductor import config
+
+    state = _State()
+    emulation_cm = gpu_emulation() if emulate_gpu else nullcontext(None)
+    overrides = dict(inductor_config or {})
+    unknown = [k for k in overrides if not has_config(config, k)]
+    if unknown:
+        raise CaptureError(f"unknown Inductor config option(s): {', '.join(sorted(unknown))}")
+    torch._dynamo.reset()
+    try:
+        with emulation_cm as emulation, config.patch(overrides), _hooked(state), torch.no_grad():
+            _run(fn, example_inputs, state)
+    finally:
+        torch._dynamo.reset()
+    if state.error is not None:
+        raise state.error
+    if state.draft is None or state.groups is None:
+        raise CaptureError("Inductor scheduled nothing: the program has no tensor computation to capture")
+    meta_source = dict(source) if source is not None else _default_source(fn, example_inputs)
+    graph_name = name or _graph_name(getattr(fn, "__name__", "captured"))
+    return _assemble(state, graph_name, meta_source, emulation, overrides)
+
+
+def _backend_for(state: _State) -> Callable[..., Any]:
+    def backend(gm: Any, example_inputs: Sequence[Any]) -> Any:
+        from torch._inductor.compile_fx import compile_fx
+
+        state.placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        state.examples = list(example_inputs)
+        devices = [t.device.type for t in state.examples if hasattr(t, "device")]
+        state.device = devices[0] if devices else "cpu"
+        return compile_fx(gm, list(example_inputs))
+
+    return backend
+
+
+def _run(fn: Callable[..., Any], inputs: Sequence[Any], state: _State) -> None:
+    import torch
+
+    try:
+        torch.compile(fn, backend=_backend_for(state), fullgraph=True, dynamic=False)(*inputs)
+    except Exception as exc:
+        if state.error is not None or state.draft is not None:
+            return
+        raise CaptureError(f"torch.compile could not capture the program: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    inner = getattr(exc, "inner_exception", None)
+    text = str(inner if inner is not None else exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+@contextmanager
+def _hooked(state: _State) -> Iterator[None]:
+    """Replace Scheduler.fuse_nodes for the duration: convert before fusion, record after, stop."""
+    from torch._inductor import scheduler
+
+    original = scheduler.Scheduler.fuse_nodes
+
+    def fuse_nodes(self: Any, nodes: list[Any]) -> list[Any]:
+        if state.draft is not None or state.error is not None:
+            return original(self, nodes)  # a second graph: never reached with fullgraph=True
+        try:
+            draft, real = _convert(nodes, state)
+        except CaptureError as err:
+            state.error = err
+            raise _Stop() from None
+        fused = original(self, nodes)
+        state.groups = [[n.get_name() for n in group.get_nodes()] for group in fused]
+        state.draft, state.real_inputs = draft, real
+        raise _Stop()
+
+    scheduler.Scheduler.fuse_nodes = fuse_nodes  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        scheduler.Scheduler.fuse_nodes = original  # type: ignore[method-assign]
+
+
+def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
+    import sympy
+    from torch._inductor.virtualized import V
+
+    graph = V.graph
+    names = list(graph.graph_input_names)
+    if len(names) != len(state.examples):
+        raise CaptureError(
+            f"Inductor has {len(names)} graph inputs for {len(state.examples)} example inputs "
+            "(aliased or duplicated inputs are not supported)"
+        )
+    renames = _friendly_names(names, state.placeholders)
+    conv = Converter(graph, renames)
+    conv.run(nodes)
+
+    outputs = [_output_spec(conv, o) for o in graph.graph_outputs]
+    output_buffers = {p for o in outputs for p in ([b for b, _ in o.pieces] or [o.buffer])}
+
+    buffers: dict[str, dict[str, Any]] = {}
+    real: dict[str, Any] = {}
+    inputs: dict[str, str] = {}
+    for i, gname in enumerate(names):
+        value = graph.graph_inputs[gname]
+        if isinstance(value, sympy.Expr):
+            continue
+        ours = renames[gname]
+        buffers[ours] = _buffer_doc(
+            conv.declared_layout(gname, layout_of(value.get_layout(), gname)), "input"
+        )
+        real[ours] = state.examples[i]
+        inputs[ours] = gname
+    for cname in conv.constants_used:
+        t = graph.constants[cname]
+        lay = Layout(tuple(t.shape), tuple(t.stride()), 0, dtype_of(t.dtype, node=cname))
+        buffers[cname] = _buffer_doc(conv.declared_layout(cname, lay), "input")
+        real[cname] = t
+        inputs[cname] = cname
+    order = [b.get_name() for b in graph.buffers]
+    written = sorted(conv.written, key=lambda b: order.index(b) if b in order else len(order))
+    for bname in written:
+        role = "output" if bname in output_buffers else "intermediate"
+        buffers[bname] = _buffer_doc(conv.declared_layout(bname, conv.written[bname]), role)
+    draft = Draft(
+        buffers=buffers,
+        nodes=conv.nodes,
+        inputs=inputs,
+        constants=list(conv.constants_used),
+        outputs=outputs,
+        dropped=conv.dropped,
+    )
+    return draft, real
+
+
+def _output_spec(conv: Converter, out: Any) -> OutputSpec:
+    import sympy
+
+    expr = getattr(out, "expr", out)  # ShapeAsConstantBuffer wraps a symbol
+    if isinstance(expr, sympy.Basic) and expr in conv.scalars:  # item()'s Python scalar: its 0-d buffer
+        name = conv.scalars[expr]
+        return OutputSpec(name, conv.written[name])
+    try:
+        name, layout = resolve(out)
+    except (AttributeError, NotImplementedError) as exc:
+        raise CaptureError(f"graph output {type(out).__name__} is not a buffer: {exc}") from None
+    lay = layout_of(layout, name)
+    if name in conv.concats:
+        c = conv.concats[name]
+        return OutputSpec(name, lay, tuple((p.buffer, p.offset) for p in c.pieces))
+    if name not in conv.written and name not in conv.renames and name not in conv.constants_used:
+        raise CaptureError(f"graph output {name} is not computed by any captured node")
+    return OutputSpec(conv.buffer_name(name), lay)
+
+
+def _buffer_doc(lay: Layout, role: str) -> dict[str, Any]:
+    d: dict[str, Any] = {"shape": list(lay.shape), "stride": list(lay.stride)}
+    if lay.offset:
+        d["offset"] = lay.offset
+    d["dtype"] = lay.dtype.value
+    if role != "intermediate":
+        d["role"] = role
+    return d
+
+
+_INDUCTOR_NAME = re.compile(r"^(buf\d+|arg\d+_\d+|primals_\d+|[xr]\d+)$")
+
+
+def _friendly_names(inductor_names: list[str], placeholders: list[str]) -> dict[str, str]:
+    """Inductor graph input -> a readable buffer name from Dynamo's placeholder (`l_x_` -> `x`,
+    `l_self_modules_fc1_parameters_weight_` -> `fc1_weight`), else Inductor's own name."""
+    out: dict[str, str] = {}
+    taken = set(inductor_names)
+    for i, iname in enumerate(inductor_names):
+        cand = _readable(placeholders[i]) if i < len(placeholders) else ""
+        ok = (
+            bool(re.match(NAME_PATTERN, cand))
+            and cand not in KEYWORDS
+            and not _INDUCTOR_NAME.match(cand)
+            and cand not in taken
+        )
+        out[iname] = cand if ok else iname
+        taken.add(out[iname])
+    return out
+
+
+def _readable(placeholder: str) -> str:
+    s = re.sub(r"^[lLgG]_", "", placeholder)
+    s = s.rstrip("_")
+    for noise in ("self_modules_", "self_", "_modules_", "_parameters_", "_buffers_"):
+        s = s.replace(noise, "_" if noise.startswith("_") else "")
+    return re.sub(r"[^A-Za-z0-9_]", "_", s).strip("_")
+
+
+def _graph_name(fn_name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.-]", "_", fn_name)[:64] or "captured"
+    return s if re.match(GRAPH_NAME_PATTERN, s) else f"g_{s}"[:64]
+
+
+def _default_source(fn: Callable[..., Any], inputs: Sequence[Any]) -> dict[str, Any]:
+    try:
+        path = inspect.getsourcefile(fn) or ""
+    except TypeError:
+        path = ""
+    if path:
+        rel = os.path.relpath(path)
+        path = rel if not rel.startswith("..") else os.path.basename(path)
+    return {
+        "file": path.replace(os.sep, "/"),
+        "function": getattr(fn, "__qualname__", getattr(fn, "__name__", "?")),
+        "inputs": [describe_tensor(t) for t in inputs],
+    }
+
+
+def _assemble(
+    state: _State, name: str, source: dict[str, Any], emulation: Emulation | None, overrides: dict[str, Any]
+) -> Capture:
+    import torch
+
+    from fuseopt.analysis.metrics import AccessTable
+
+    draft = state.draft
+    assert draft is not None and state.groups is not None
+    capture_meta: dict[str, Any] = {
+        "torch": torch.__version__.split("+")[0],
+        "device": state.device,
+        "gpu_emulation": emulation is not None,
+    }
+    if overrides:
+        capture_meta["inductor_config"] = {k: overrides[k] for k in sorted(overrides)}
+    if emulation is not None and emulation.missing:
+        capture_meta["emulation_missing"] = list(emulation.missing)
+    capture_meta["inputs"] = {
+        b: ("constant" if b in draft.constants else f"graph input {g}") for b, g in draft.inputs.items()
+    }
+    capture_meta["outputs"] = [o.to_json() for o in draft.outputs]
+    if draft.dropped:
+        capture_meta["dropped_nodes"] = list(draft.dropped)
+    doc: dict[str, Any] = {
+        "format": FORMAT_ID,
+        "name": name,
+        "description": (
+            f"Captured by fuseopt from {source.get('file') or '?'}:{source.get('function', '?')} with "
+            f"torch {capture_meta['torch']}: Inductor's scheduler nodes before fusion"
+            + (" (planned as for a GPU)." if emulation is not None else f" on {state.device}.")
+        ),
+        "buffers": draft.buffers,
+        "nodes": draft.nodes,
+        "meta": {"source": source, "capture": capture_meta},
+    }
+    graph = _validated(doc, name)
+    present = {n.name for n in graph.nodes}
+    kernels = [[n for n in group if n in present] for group in state.groups]
+    kernels = [k for k in kernels if k]
+    table = AccessTable(graph)
+    doc["meta"]["inductor"] = {
+        "kernels": kernels,
+        "kernel_count": len(kernels),
+        "num_bytes_accessed": sum(table.kernel_bytes(k) for k in kernels),
+        "bytes_definition": BYTES_DEFINITION,
+    }
+    graph = _validated(doc, name)
+    inputs = {b: state.real_inputs[b] for b in draft.inputs}
+    return Capture(graph=graph, inputs=inputs, outputs=tuple(draft.outputs), emulation=emulation)
+
+
+def _validated(doc: Mapping[str, Any], name: str) -> Graph:
+    """The document as a graph, checked like any input file. A failure here is a converter bug."""
+    import json
+
+    from fuseopt.io.load import load_text
+
+    try:
+        return load_text(json.dumps(doc, indent=1), f"<capture of {name}>")
+    except InputError as err:
+        raise CaptureError(
+            "the captured graph does not validate (a bug of fuseopt capture; please report it with the "
+            "program):\n" + "\n".join(d.render() for d in err.diagnostics)
+        ) from None

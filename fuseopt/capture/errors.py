@@ -1,0 +1,19 @@
+"""The one error of `fuseopt capture`: the program could not be captured, or uses what FORMAT v1 lacks."""
+
+from __future__ import annotations
+
+from fuseopt.errors import Diagnostic, InputError
+
+
+class CaptureError(InputError):
+    """torch.compile could not capture the program as one graph, or Inductor produced something the
+    graph format cannot express (an op, an extern kernel, an aliasing view): exit 2.
+
+    `node` names the Inductor node (or buffer) concerned, when there is one.
+    """
+
+    def __init__(self, message: str, *, node: str | None = None, file: str = "", code: str = "capture"):
+        text = f"{node}: {message}" if node else message
+        super().__init__([Diagnostic(text, file=file, code=code)])
+        self.message = message
+        self.node = node

@@ -1,0 +1,45 @@
+"""Loading `FILE.py:FUNCTION` for `fuseopt capture`: this executes FILE.py, the user's own program."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fuseopt.capture.errors import CaptureError
+
+
+def load_function(target: str) -> Callable[..., Any]:
+    """Import FILE.py as a fresh module (its directory first on sys.path while it loads) and return
+    its attribute FUNCTION (a dotted path such as `Block.forward` is followed)."""
+    path_text, sep, attr = target.rpartition(":")
+    if not sep or not path_text or not attr:
+        raise CaptureError(f"expected FILE.py:FUNCTION, got {target!r}", code="usage")
+    path = Path(path_text)
+    if not path.is_file():
+        raise CaptureError(f"no such file: {path_text}", file=path_text, code="usage")
+    spec = importlib.util.spec_from_file_location(f"_fuseopt_capture_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise CaptureError(f"cannot load {path_text} as a Python module", file=path_text, code="usage")
+    module = importlib.util.module_from_spec(spec)
+    directory = str(path.resolve().parent)
+    sys.path.insert(0, directory)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise CaptureError(
+            f"running {path_text} failed: {type(exc).__name__}: {exc}", file=path_text
+        ) from exc
+    finally:
+        if sys.path and sys.path[0] == directory:
+            sys.path.pop(0)
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise CaptureError(f"{path_text} has no attribute {attr!r}", file=path_text, code="usage")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise CaptureError(f"{path_text}:{attr} is not callable", file=path_text, code="usage")
+    return obj  # type: ignore[no-any-return]
