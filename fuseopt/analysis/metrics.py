@@ -117,16 +117,3 @@ class AccessTable:
 
 def kernel_bytes(graph: Graph, members: Sequence[str]) -> int:
     return AccessTable(graph).kernel_bytes(members)
-
-
-def buffer_users(graph: Graph) -> dict[str, list[str]]:
-    users: dict[str, list[str]] = {}
-    for n in graph.nodes:
-        for b in n.read_buffers():
-            users.setdefault(b, []).append(n.name)
-    return users
-
-
-def unfused_metrics(graph: Graph) -> tuple[int, int]:
-    table = AccessTable(graph)
-    return len(graph.nodes), sum(table.kernel_bytes([n.name]) for n in graph.nodes)

@@ -30,7 +30,6 @@ from fuseopt.ir.expr import (
     Var,
     Where,
     transform,
-    walk,
 )
 from fuseopt.ir.graph import BufferInfo, ComputeNode
 
@@ -330,7 +329,3 @@ def _typed_interval(e: Expr, ranges: Mapping[str, int], key: tuple[tuple[str, in
         _INTERVALS.clear()
     _INTERVALS[k] = r
     return r
-
-
-def uses_indirect(e: Expr) -> bool:
-    return any(isinstance(n, Load) and any(isinstance(m, Load) for m in walk(n.index)) for n in walk(e))

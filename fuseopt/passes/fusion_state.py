@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fuseopt.analysis.deps import Dep, MemoryDep, NodeDeps, StarDep, node_deps
+from fuseopt.analysis.deps import Dep, NodeDeps, node_deps
 from fuseopt.analysis.metrics import AccessTable
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, Node
 
@@ -112,7 +112,6 @@ class FusionState:
         self._memo: dict[tuple[str, int, int], Any] = {}
         self.access = AccessTable(graph)
         self.users = self.access.users
-        self._bytes: dict[int, int] = {}
 
     # -- queries ---------------------------------------------------------------------------
     def node(self, name: str) -> Node:
@@ -129,13 +128,6 @@ class FusionState:
 
     def all_deps(self, g: Group) -> dict[Dep, None]:
         return self.memo("deps", g, lambda grp: {**grp.reads, **grp.writes})  # type: ignore[no-any-return]
-
-    def group_bytes(self, g: Group) -> int:
-        """num_bytes_accessed of a group (cached until the group changes)."""
-        b = self._bytes.get(g.gid)
-        if b is None:
-            b = self._bytes[g.gid] = self.access.kernel_bytes(g.members)
-        return b
 
     def current_graph(self) -> Graph:
         if not self.overrides:
@@ -230,8 +222,6 @@ class FusionState:
         desc[a.gid], anc[a.gid] = da | db, aa | ab
         del desc[b.gid], anc[b.gid]
 
-        self._bytes.pop(a.gid, None)
-        self._bytes.pop(b.gid, None)
         self.version[a.gid] = next(self._stamps)
         del self.version[b.gid]
         a.members = sorted(a.members + b.members, key=self.program_index.__getitem__)
@@ -287,7 +277,6 @@ class FusionState:
                 self.overrides[node.name] = node
             self.deps[node.name] = node_deps(node)
         self.version[g.gid] = next(self._stamps) if version is None else version
-        self._bytes.pop(g.gid, None)
         writes = {d: None for m in g.members for d in self.deps[m].writes}
         g.writes = writes
         g.reads = {d: None for m in g.members for d in self.deps[m].reads if d not in writes}
@@ -306,7 +295,3 @@ def _node_group_shape(n: Node) -> tuple[str, int, int]:
         return n.kind, 1, 1
     assert isinstance(n, ComputeNode)
     return n.kind, n.numel, n.rnumel
-
-
-def dep_index_text(d: Dep) -> str:
-    return d.text() if isinstance(d, MemoryDep | StarDep) else str(d)
