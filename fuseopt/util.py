@@ -20,4 +20,11 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was:
+            # Everything allocated meanwhile sits in the youngest generation; the first collection
+            # after re-enabling would scan it all. Moving it to the oldest generation (freeze, then
+            # unfreeze) leaves it to the collector's rare full passes -- only when nobody else has
+            # frozen objects, which unfreezing would release.
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()

@@ -94,13 +94,13 @@ class NodeDeps:
 
 def canonical_dep(buffer: str, index: Expr, loops: Sequence[LoopVar], *, merge: bool = True) -> Dep:
     """The canonical MemoryDep of `buffer[index]` over `loops` (outer first)."""
-    if any(isinstance(n, Load) for n in walk(index)):
-        return StarDep(buffer)
     return _canonical(buffer, index, tuple(loops), merge)
 
 
 @lru_cache(maxsize=65536)
-def _canonical(buffer: str, index: Expr, loops: tuple[LoopVar, ...], merge: bool) -> MemoryDep:
+def _canonical(buffer: str, index: Expr, loops: tuple[LoopVar, ...], merge: bool) -> Dep:
+    if any(isinstance(n, Load) for n in walk(index)):
+        return StarDep(buffer)
     # Drop size-1 loops (the variable is 0 everywhere).
     ones = {lv.name: Const(0) for lv in loops if lv.size == 1}
     if ones:

@@ -73,7 +73,7 @@ def stable_fuse(
     reorders: list[Reorder],
 ) -> None:
     def key(g: Group) -> GroupKey:
-        return (min(levels[m] for m in g.members), min(g.members))
+        return (min(levels[m] for m in g.members), g.min_name)
 
     index = _BufferIndex(state, key)
     heap: list[tuple[tuple[int, ...], tuple[str, ...], int, int, int, int, Score, str]] = []

@@ -33,6 +33,11 @@ class Group:
     writes: dict[Dep, None] = field(default_factory=dict)
     succ: set[int] = field(default_factory=set)
     pred: set[int] = field(default_factory=set)
+    min_name: str = ""  # the smallest member name (kept current by FusionState.fuse)
+
+    def __post_init__(self) -> None:
+        if not self.min_name:
+            self.min_name = min(self.members)
 
     @property
     def is_reduction(self) -> bool:
@@ -52,11 +57,11 @@ class Group:
 class FusionState:
     """Groups, their DAG and its transitive closure.
 
-    Reachability is kept as Python-int bitsets with one bit per group: the bit of its gid (the
-    program index of the node it started from). `desc[g]` has the bits of the groups reachable
-    from g, `anc[g]` of those that reach g; bits of absorbed groups are retired (`alive`). A
-    fusion only touches the groups that gain reachability they did not have, which for the
-    common vertical fusion of a producer and its consumer is none at all.
+    Reachability is kept as Python-int bitsets over node indices: `desc[g]` holds at least one
+    node bit of every group reachable from g, `anc[g]` of every group that reaches g (a group is
+    known by any of its members, `mask[g]`). A fusion only touches the groups that gain
+    reachability they did not have, which for the common vertical fusion of a producer and its
+    consumer is none at all; the cycle check looks at the first group's direct successors.
     """
 
     def __init__(
@@ -89,7 +94,7 @@ class FusionState:
                     self.groups[i].pred.add(j)
         count = len(graph.nodes)
         self.node_group = np.arange(count, dtype=np.int64)  # node index -> gid
-        self.alive = (1 << count) - 1
+        self.mask: dict[int, int] = {i: 1 << i for i in range(count)}  # a group's node bits
         self.desc: dict[int, int] = {}
         self.anc: dict[int, int] = {}
         # Program order is topological: descendants from the back, ancestors from the front.
@@ -139,7 +144,7 @@ class FusionState:
 
     def label(self, g: Group) -> str:
         """The node that names a group: its smallest name (by_name) or its first in program order."""
-        return min(g.members) if self.by_name else g.members[0]
+        return g.min_name if self.by_name else g.members[0]
 
     def before(self, a: Group, b: Group) -> bool:
         """Does a go first? (a reaches b, or neither reaches the other and a's label sorts first.)"""
@@ -170,27 +175,30 @@ class FusionState:
 
     def is_ancestor(self, a: Group, b: Group) -> bool:
         """Is there a path a -> ... -> b?"""
-        return bool(self.desc[a.gid] >> b.gid & 1)
+        return bool(self.desc[a.gid] & self.mask[b.gid])
 
-    def _between(self, a: Group, b: Group) -> int:
-        both = ~((1 << a.gid) | (1 << b.gid))
-        return (
-            ((self.desc[a.gid] & self.anc[b.gid]) | (self.desc[b.gid] & self.anc[a.gid])) & self.alive & both
-        )
+    def _via(self, a: Group, b: Group) -> list[int]:
+        """Successors of a, other than b, that reach b (a path a -> other kernel -> b)."""
+        mb = self.mask[b.gid]
+        return [s for s in sorted(a.succ) if s != b.gid and (self.mask[s] | self.desc[s]) & mb]
 
     def would_create_cycle(self, a: Group, b: Group) -> bool:
-        """Would a and b as one kernel close a cycle (a path a -> other kernel -> b, or back)?"""
-        return self._between(a, b) != 0
+        """Would a and b as one kernel close a cycle (a path a -> other kernel -> b, or back)?
+
+        Only when one reaches the other; then every such path leaves the first through one of its
+        direct successors, so looking at those successors' reachability is enough.
+        """
+        if self.is_ancestor(b, a):
+            a, b = b, a
+        elif not self.is_ancestor(a, b):
+            return False
+        return bool(self._via(a, b))
 
     def path_via(self, a: Group, b: Group) -> list[str]:
-        """Kernels on a path between a and b (named by their first node, for the reason's detail)."""
-        between = self._between(a, b)
-        names: list[str] = []
-        while between and len(names) < 3:
-            low = between & -between
-            names.append(self.label(self.groups[low.bit_length() - 1]))
-            between ^= low
-        return names
+        """Kernels on a path between a and b (named by their label, for the reason's detail)."""
+        if self.is_ancestor(b, a):
+            a, b = b, a
+        return [self.label(self.groups[s]) for s in self._via(a, b)[:3]]
 
     # -- the one mutation ------------------------------------------------------------------
     def fuse(self, a: Group, b: Group) -> Group:
@@ -198,33 +206,35 @@ class FusionState:
         if not self.before(a, b):
             a, b = b, a
         assert not self.would_create_cycle(a, b), "fusion would create a cycle"
-        ba, bb = 1 << a.gid, 1 << b.gid
-        both = ba | bb
-        self.alive &= ~bb
-        # Retired bits may linger in these sets: queries mask them with `alive`, and an OR of a
-        # retired bit into a group is harmless.
-        keep = ~both
+        # Reachability sets hold *some* node bit of every group reached (or reaching): a merged
+        # group is known by any of its members' bits, so merging renames nothing. Only genuinely
+        # new reachability is added: a group reaching one side now reaches the other side's
+        # descendants, and a descendant of one side is now reached by the other side's ancestors.
+        mg = self.mask[a.gid] | self.mask[b.gid]
+        keep = ~mg
         da, db = self.desc[a.gid] & keep, self.desc[b.gid] & keep
         aa, ab = self.anc[a.gid] & keep, self.anc[b.gid] & keep
         desc, anc = self.desc, self.anc
-        # Groups reaching only a now reach b's descendants; those reaching only b reach a (the
-        # merged group's bit) and a's descendants. Symmetrically for descendants.
         if db & ~da:
             for g in self._groups_in(aa & ~ab):
                 desc[g] |= db
-        for g in self._groups_in(ab & ~aa):
-            desc[g] |= da | ba
+        if da & ~db:
+            for g in self._groups_in(ab & ~aa):
+                desc[g] |= da
         if ab & ~aa:
             for g in self._groups_in(da & ~db):
                 anc[g] |= ab
-        for g in self._groups_in(db & ~da):
-            anc[g] |= aa | ba
+        if aa & ~ab:
+            for g in self._groups_in(db & ~da):
+                anc[g] |= aa
         desc[a.gid], anc[a.gid] = da | db, aa | ab
-        del desc[b.gid], anc[b.gid]
+        self.mask[a.gid] = mg
+        del desc[b.gid], anc[b.gid], self.mask[b.gid]
 
         self.version[a.gid] = next(self._stamps)
         del self.version[b.gid]
         a.members = sorted(a.members + b.members, key=self.program_index.__getitem__)
+        a.min_name = min(a.min_name, b.min_name)
         for m in b.members:
             self.group_of[m] = a.gid
         self.node_group[self.node_group == b.gid] = a.gid
@@ -255,7 +265,7 @@ class FusionState:
         return a
 
     def _groups_in(self, bits: int) -> set[int]:
-        """Current gids of the groups whose bits are set (retired bits map to their absorber)."""
+        """Current gids of the groups with a member among the set bits."""
         if not bits:
             return set()
         raw = np.frombuffer(bits.to_bytes((bits.bit_length() + 7) // 8, "little"), dtype=np.uint8)

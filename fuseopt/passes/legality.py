@@ -52,7 +52,7 @@ class Verdict:
 
 
 def _label(g: Group) -> str:
-    head = min(g.members)  # names, not list positions, so details read the same in any order
+    head = g.min_name  # names, not list positions, so details read the same in any order
     return head if len(g.members) == 1 else f"{head}(+{len(g.members) - 1})"
 
 
@@ -92,7 +92,7 @@ def _member_with(state: FusionState, g: Group, dep: Dep) -> str:
     return min(found) if found else state.label(g)
 
 
-def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
+def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group, intrinsic: bool) -> Verdict | None:
     """A buffer both use with different indices: an index_mismatch naming both accesses."""
     deps2 = [*g2.reads, *g2.writes]
     for d1 in (*g1.writes, *g1.reads):
@@ -105,6 +105,7 @@ def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group) -> Verdict
                     "index_mismatch",
                     f"{d1.buffer}: {n1} {verb1} {d1.text()}, {n2} {verb2} {d2.text()}",
                     nodes=(n1, n2),
+                    intrinsic=intrinsic,
                 )
     return None
 
@@ -119,14 +120,15 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     """
     if g1.gid == g2.gid:
         return Verdict.no("same_kernel", "already in one kernel")
-    if not state.before(g1, g2):
-        g1, g2 = g2, g1
-    key = (g1.gid, state.version[g1.gid], g2.gid, state.version[g2.gid])
+    lo, hi = (g1, g2) if g1.gid < g2.gid else (g2, g1)
+    key = (lo.gid, state.version[lo.gid], hi.gid, state.version[hi.gid])
     cached = state.verdicts.get(key)
     if cached is not None:
         if cached.ok and state.would_create_cycle(g1, g2):
             return _cycle_verdict(state, g1, g2, cached.memory)
         return cached
+    if not state.before(g1, g2):
+        g1, g2 = g2, g1
     v = _check(state, g1, g2, opts)
     if v.intrinsic or v.ok:
         state.verdicts[key] = v
@@ -134,6 +136,8 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
 
 
 def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int) -> Verdict:
+    if state.is_ancestor(g2, g1):
+        g1, g2 = g2, g1
     via = state.path_via(g1, g2)
     return Verdict.no(
         "would_create_cycle",
@@ -152,12 +156,14 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
 
     memory = shared_memory_bytes(state, g1, g2)
     if memory == 0 or memory < opts.memory_threshold and not state.is_ancestor(g1, g2):
-        mismatch = _shared_buffer_mismatch(state, g1, g2)
+        mismatch = _shared_buffer_mismatch(state, g1, g2, intrinsic=memory == 0)
         if mismatch is None:
             mismatch = Verdict.no(
-                "no_shared_data", f"{_label(g1)} and {_label(g2)} share {memory} bytes of equal accesses"
+                "no_shared_data",
+                f"{_label(g1)} and {_label(g2)} share {memory} bytes of equal accesses",
+                intrinsic=memory == 0,
             )
-        return replace(mismatch, intrinsic=memory == 0)
+        return mismatch
 
     size = len(g1.members) + len(g2.members)
     if size > opts.max_fusion_size:
