@@ -459,6 +459,8 @@ class KernelEmitter:
     def index_atom(self, atom: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
         if isinstance(atom, Var):
             return self.var(ctx, atom.name)
+        if isinstance(atom, IndexValue):  # index(e) inside integer arithmetic is e itself
+            return self.index(atom.index, ctx, conds)
         if isinstance(atom, Load):
             v = self.load(atom, ctx, conds)
             return (

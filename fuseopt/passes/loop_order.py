@@ -28,7 +28,7 @@ from fuseopt.ir.expr import Load, Var, walk
 from fuseopt.ir.graph import ComputeNode, Graph, LoopVar
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import Verdict, check_fusion
-from fuseopt.passes.loop_transform import merge_all, permute, refactor
+from fuseopt.passes.loop_transform import boundary, merge_all, mergeable_pairs, permute, refactor
 from fuseopt.passes.options import Options
 from fuseopt.plan import Reorder
 
@@ -234,20 +234,22 @@ def merge_loops(graph: Graph, kernels: tuple[tuple[str, ...], ...]) -> tuple[Gra
     records: list[Reorder] = []
     replaced: dict[str, ComputeNode] = {}
     for members in kernels:
-        nodes = [graph.node(m) for m in members]
-        red = next((n for n in nodes if isinstance(n, ComputeNode) and n.kind == "reduction"), None)
+        nodes = [n for n in (graph.node(m) for m in members) if isinstance(n, ComputeNode)]
+        red = next((n for n in nodes if n.kind == "reduction"), None)
+        total = max((n.numel * n.rnumel for n in nodes), default=1)
+
+        # A boundary (in the kernel's points) may go only where every member that has it can
+        # merge it too: the members of a kernel then keep one common factorization.
+        kept: set[int] = set()
+        can: set[int] = set()
         for n in nodes:
-            if not isinstance(n, ComputeNode):
-                continue
-            split = None
-            if (
-                red is not None
-                and n.kind == "pointwise"
-                and n.numel == red.numel * red.rnumel
-                and red.rnumel > 1
-            ):
-                split = split_loops([lv.size for lv in n.loops], red.numel)
-            new, count = merge_all(n, split)
+            scale = total // (n.numel * n.rnumel)
+            positions = set(mergeable_pairs(n, _split_of(n, red)))
+            for k in range(1, len(n.loops) + len(n.reduce)):
+                (can if k in positions else kept).add(boundary(n, k, scale))
+        allowed = can - kept
+        for n in nodes:
+            new, count = merge_all(n, _split_of(n, red), allowed, total // (n.numel * n.rnumel))
             if count:
                 replaced[n.name] = new
                 records.append(
@@ -262,6 +264,13 @@ def merge_loops(graph: Graph, kernels: tuple[tuple[str, ...], ...]) -> tuple[Gra
     if not replaced:
         return graph, records
     return graph.replace(nodes=tuple(replaced.get(n.name, n) for n in graph.nodes)), records
+
+
+def _split_of(n: ComputeNode, red: ComputeNode | None) -> int | None:
+    """The x|r boundary a pointwise node keeps inside a reduction kernel (None: no such boundary)."""
+    if red is not None and n.kind == "pointwise" and n.numel == red.numel * red.rnumel and red.rnumel > 1:
+        return split_loops([lv.size for lv in n.loops], red.numel)
+    return None
 
 
 def normalize_loops(graph: Graph) -> tuple[Graph, list[Reorder]]:

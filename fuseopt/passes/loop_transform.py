@@ -386,16 +386,30 @@ def _map_indices(e: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     return transform(e, visit)
 
 
-def mergeable_pairs(node: ComputeNode, split: int | None = None) -> list[int]:
+def boundary(node: ComputeNode, k: int, scale: int = 1) -> int:
+    """The boundary between position k-1 and k of loops+reduce, as the number of points after it
+    (times `scale`: a node of fewer points than its kernel counts in the kernel's units)."""
+    seq = (*node.loops, *node.reduce)
+    n = 1
+    for lv in seq[k:]:
+        n *= lv.size
+    return n * scale
+
+
+def mergeable_pairs(
+    node: ComputeNode, split: int | None = None, allowed: set[int] | None = None, scale: int = 1
+) -> list[int]:
     """Positions k (within loops, then within reduce) where loop k-1 and k chain in every access.
 
     `split` (a position in `loops`) is a boundary that must stay: the x|r split of a pointwise
-    node inside a reduction kernel.
+    node inside a reduction kernel. With `allowed`, only boundaries in it may go.
     """
     out = []
     for group, offset in ((node.loops, 0), (node.reduce, len(node.loops))):
         for k in range(1, len(group)):
             if offset == 0 and split is not None and k == split:
+                continue
+            if allowed is not None and boundary(node, offset + k, scale) not in allowed:
                 continue
             if _chains(node, group[k - 1], group[k]):
                 out.append(offset + k)
@@ -449,13 +463,16 @@ def merge_at(node: ComputeNode, k: int) -> ComputeNode:
     return _rewrite(node, loops, red, mapping)
 
 
-def merge_all(node: ComputeNode, split: int | None = None) -> tuple[ComputeNode, int]:
-    """Merge every chaining pair until none is left; returns the node and the number of merges."""
+def merge_all(
+    node: ComputeNode, split: int | None = None, allowed: set[int] | None = None, scale: int = 1
+) -> tuple[ComputeNode, int]:
+    """Merge every chaining pair (whose boundary is allowed) until none is left; returns the node
+    and the number of merges."""
     if len(node.loops) < 2 and len(node.reduce) < 2:
         return node, 0
     count = 0
     while True:
-        pairs = mergeable_pairs(node, split)
+        pairs = mergeable_pairs(node, split, allowed, scale)
         if not pairs:
             return node, count
         k = pairs[-1]
