@@ -79,3 +79,16 @@ def test_explain_text_and_json() -> None:
     assert any("reorder" in r for r in data["reorders"])
     code, out = run("explain", APBT, "n1", "nope")
     assert code == 2 and "no node named 'nope'" in out
+
+
+def test_skip_pass_leaves_a_pass_out() -> None:
+    pool = os.path.join(ROOT, "samples", "avgpool_cl_small.yaml")
+    kinds = [r["kind"] for r in json.loads(run("optimize", pool, "--format", "json")[1])["reorders"]]
+    assert kinds == ["normalize", "merge"]
+    code, out = run("optimize", pool, "--format", "json", "--skip-pass", "merge_loops")
+    assert code == 0
+    assert [r["kind"] for r in json.loads(out)["reorders"]] == ["normalize"]
+    code, out = run("optimize", APBT, "--format", "json", "--skip-pass", "fusion")
+    assert code == 0 and json.loads(out)["metrics"]["kernels"] == 3
+    code, out = run("optimize", APBT, "--skip-pass", "nope")
+    assert code == 2

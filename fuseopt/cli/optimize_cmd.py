@@ -10,7 +10,7 @@ from fuseopt.cli.options import options_from, planning_options
 from fuseopt.cli.output import write_outputs
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
-from fuseopt.passes.pipeline import optimize
+from fuseopt.passes.pipeline import PIPELINE, optimize
 from fuseopt.passes.verify import verify as verify_plan
 from fuseopt.plan import Plan
 from fuseopt.report.html import write_plan_html
@@ -46,6 +46,13 @@ def emit_kernels(graph: Graph, plan: Plan, autotune: bool) -> str | None:
     "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."
 )
 @click.option(
+    "--skip-pass",
+    "skip",
+    multiple=True,
+    type=click.Choice([name for name, _ in PIPELINE]),
+    help="Leave a pass of the pipeline out (repeatable), e.g. to see a plan before loop merging.",
+)
+@click.option(
     "--html",
     "html_path",
     type=click.Path(dir_okay=False),
@@ -59,6 +66,7 @@ def optimize_cmd(
     emit: str,
     autotune: bool,
     check: bool,
+    skip: tuple[str, ...],
     html_path: str | None,
     scoring: str,
     max_fusion_size: int,
@@ -66,7 +74,8 @@ def optimize_cmd(
 ) -> None:
     """Plan fusion and loop orders for GRAPH; print the plan, and write it with -o DIR."""
     g = load_graph(graph)
-    stage = optimize(g, options_from(scoring, max_fusion_size, no_loop_order))
+    passes = tuple(name for name, _ in PIPELINE if name not in skip)
+    stage = optimize(g, options_from(scoring, max_fusion_size, no_loop_order), passes=passes)
     if check:
         verify_plan(stage.graph, stage.plan)
     plan_json = dump_json(stage.plan.to_json())
