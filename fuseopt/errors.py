@@ -52,7 +52,7 @@ class Diagnostic:
     ) -> Diagnostic:
         return Diagnostic(
             message=self.message,
-            pointer=(pointer_prefix or "") + self.pointer if pointer_prefix is not None else self.pointer,
+            pointer=self.pointer if pointer_prefix is None else pointer_prefix + self.pointer,
             file=self.file if file is None else file,
             source=self.source,
             span=self.span,
