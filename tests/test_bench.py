@@ -63,3 +63,50 @@ def test_a_wrong_kernel_is_reported_not_timed() -> None:
         and "Mismatch" in eager["error"]
         or "out" in eager["error"]
     )
+
+
+def test_timed_runs_do_not_poison_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The correctness check poisons fresh outputs (NaN fill); the timed calls must not, or the
+    time would include a full write of every output (a defect the H200 runs once showed)."""
+    import fuseopt.bench.harness as harness
+
+    fills: list[int] = []
+    real_full = torch.full
+
+    def counting_full(*args: object, **kwargs: object) -> torch.Tensor:
+        fills.append(1)
+        return real_full(*args, **kwargs)  # type: ignore[arg-type]
+
+    def fake_do_bench(warmup: int, rep: int) -> object:
+        def run(fn: object) -> float:
+            monkeypatch.setattr(torch, "full", counting_full)
+            try:
+                fn()  # type: ignore[operator]
+            finally:
+                monkeypatch.setattr(torch, "full", real_full)
+            return 1.0
+
+        return run
+
+    monkeypatch.setattr(harness, "_do_bench", fake_do_bench)
+    doc, program = WORKLOADS["apbt"](**SMALL["apbt"])
+    graph = load_text(json.dumps(doc), "apbt.json")
+    res = bench_graph(graph, program, device="cpu", with_compile=False)
+    assert res["ok"], [v["error"] for v in res["variants"]]
+    timed = [v["name"] for v in res["variants"] if v["ms"] == 1.0]
+    assert timed == ["fuseopt", "unfused", "eager"]
+    assert fills == [], "a timed call filled an output with poison"
+
+
+def test_run_module_restores_poison() -> None:
+    from fuseopt.codegen import emit_module
+    from fuseopt.interp import make_inputs
+    from fuseopt.passes.pipeline import optimize
+    from fuseopt.runtime.module import load_module, run_module
+
+    doc, _ = WORKLOADS["apbt"](**SMALL["apbt"])
+    graph = load_text(json.dumps(doc), "apbt.json")
+    st = optimize(graph)
+    module = load_module(emit_module(st.graph, st.plan))
+    run_module(module, make_inputs(graph, seed=0), poison=True)
+    assert module.POISON is False

@@ -128,10 +128,13 @@ def bench_graph(
             check()
             res.ok = True
             if do_bench is not None:
-                torch.cuda.reset_peak_memory_stats(dev)
-                base = torch.cuda.memory_allocated(dev)
+                cuda = dev.type == "cuda"
+                if cuda:
+                    torch.cuda.reset_peak_memory_stats(dev)
+                base = torch.cuda.memory_allocated(dev) if cuda else 0
                 res.ms = do_bench(fn)
-                res.peak_mib = round((torch.cuda.max_memory_allocated(dev) - base) / 2**20, 1)
+                if cuda:
+                    res.peak_mib = round((torch.cuda.max_memory_allocated(dev) - base) / 2**20, 1)
                 res.gbps = nbytes / (res.ms * 1e-3) / 1e9
                 if copy_gbps:
                     res.pct_copy = 100.0 * res.gbps / copy_gbps

@@ -69,6 +69,12 @@ def run_module(
     """
     module = path_or_source if isinstance(path_or_source, ModuleType) else load_module(path_or_source)
     module_any: Any = module
+    before = module_any.POISON
     module_any.POISON = poison
-    out: dict[str, torch.Tensor] = module_any.call(inputs, intermediates=intermediates)
+    try:
+        out: dict[str, torch.Tensor] = module_any.call(inputs, intermediates=intermediates)
+    finally:
+        # A checked (poisoned) run must not leave the module poisoning later runs: a timed
+        # call would then also time filling every output with NaN.
+        module_any.POISON = before
     return out
