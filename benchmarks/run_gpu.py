@@ -1,10 +1,12 @@
 """Run INDUCTOR.md's workloads through `fuseopt bench`'s harness in one process, on one GPU.
 
     python benchmarks/run_gpu.py [--small] [--only apbt,tsum] [--out DIR] [--check-samples]
+                                 [--graphs captured|handwritten]
 
-For each workload: fuseopt's plan vs the unfused plan vs torch eager vs torch.compile (Inductor),
-each checked against the reference interpreter before it is timed, plus the device's copy
-bandwidth measured in the same run. Writes <DIR>/<date>-<device>.json with device, torch and
+For each workload (captured from benchmarks/programs.py by default): fuseopt's plan vs the
+unfused plan vs torch eager vs torch.compile (Inductor) of the same program, each checked against
+the reference interpreter before it is timed, plus the device's copy and read bandwidths measured
+in the same run. Writes <DIR>/<date>-<device>.json with device, torch and
 triton versions (default DIR: benchmarks/results). --check-samples also compiles and checks every
 sample and CASES.md graph (no timing). --small uses tiny sizes (CPU smoke test with
 TRITON_INTERPRET=1: correctness only).
@@ -31,6 +33,13 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results"))
     ap.add_argument("--check-samples", action="store_true")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (faster)")
+    ap.add_argument(
+        "--graphs",
+        choices=("captured", "handwritten"),
+        default="captured",
+        help="captured: benchmarks/programs.py through fuseopt.capture (default); "
+        "handwritten: benchmarks/workloads.py",
+    )
     args = ap.parse_args()
     import torch
 
@@ -41,22 +50,33 @@ def main() -> None:
     from rich.console import Console
     from rich.progress import Progress
 
+    from benchmarks.programs import captured
     from benchmarks.workloads import FULL, SMALL, WORKLOADS
-    from fuseopt.bench.harness import _do_bench, bench_graph, copy_bandwidth_gbps, geomean
+    from fuseopt.bench.harness import (
+        _do_bench,
+        bench_graph,
+        copy_bandwidth_gbps,
+        geomean,
+        read_bandwidth_gbps,
+    )
     from fuseopt.io.load import load_graph, load_text
 
     console = Console(stderr=True)
     sizes = SMALL if (args.small or interpret) else FULL
     names = [n for n in WORKLOADS if not args.only or n in args.only.split(",")]
     copy = None if interpret else copy_bandwidth_gbps(torch.device("cuda"), _do_bench(25, 100))
+    read = None if interpret else read_bandwidth_gbps(torch.device("cuda"), _do_bench(25, 100))
     results = []
     samples = []
     with Progress(console=console) as progress:
         task = progress.add_task("workloads", total=len(names))
         for name in names:
-            doc, program = WORKLOADS[name](**sizes[name])
-            graph = load_text(json.dumps(doc), f"{name}.json")
             t0 = time.perf_counter()
+            if args.graphs == "captured":
+                graph, program = captured(name, small=sizes is SMALL)
+            else:
+                doc, program = WORKLOADS[name](**sizes[name])
+                graph = load_text(json.dumps(doc), f"{name}.json")
             try:
                 res = bench_graph(
                     graph, program, interpret=interpret, copy_gbps=copy, with_compile=not args.no_compile
@@ -64,6 +84,7 @@ def main() -> None:
             except Exception as exc:  # keep going: one broken workload must not lose the others
                 res = {"graph": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
             res["sizes"] = sizes[name]
+            res["graphs"] = args.graphs
             res["wall_s"] = round(time.perf_counter() - t0, 1)
             results.append(res)
             console.print(json.dumps({k: res.get(k) for k in ("graph", "ok", "speedups", "kernels")}))
@@ -102,6 +123,7 @@ def main() -> None:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "copy_gbps": copy,
+        "read_gbps": read,  # torch.sum over 1 GiB of float32: the ceiling of a read-only kernel
         "geomean_speedups": speedups,
         "results": results,
         "samples": samples,

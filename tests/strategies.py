@@ -56,6 +56,26 @@ def unfused_plan(graph: Graph) -> Plan:
     return plan_of(graph, [[n.name] for n in graph.nodes])
 
 
+# Looped reductions split along r wherever the shape allows (chunks of one 4-wide R0_BLOCK), so
+# that small graphs take the split-reduction path (partial kernel + finishing kernel).
+SPLIT = CodegenOptions(
+    persistent_rnumel=0,
+    max_xblock=4,
+    max_r0_block=1,
+    unroll_rnumel=0,
+    split_programs=1 << 20,
+    split_min_r_blocks=1,
+)
+
+
+def check_split(graph: Graph, plan: Plan) -> None:
+    """`check` with SPLIT options, where some reduction kernel of the plan does split."""
+    if any(k.kind == "reduction" for k in plan.kernels) and "rsplit" in emit_module(
+        graph, plan, options=SPLIT
+    ):
+        check(graph, plan, SPLIT)
+
+
 def check(
     graph: Graph,
     plan: Plan,

@@ -38,6 +38,22 @@ def test_bench_interpret_checks_all_variants(tmp_path: os.PathLike[str]) -> None
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_captured_workloads_check_on_the_cpu(name: str) -> None:
+    """benchmarks/programs.py: each program captured (small), planned as the hand-written
+    workload is, and every variant checked against the reference."""
+    from benchmarks.programs import PROGRAMS, captured
+
+    assert set(PROGRAMS) == set(WORKLOADS)
+    graph, program = captured(name, small=True)
+    res = bench_graph(graph, program, interpret=True)
+    assert res["ok"], [v["error"] for v in res["variants"]]
+    doc, _ = WORKLOADS[name](**SMALL[name])
+    hand = bench_graph(load_text(json.dumps(doc), f"{name}.json"), None, interpret=True)
+    assert res["kernels"]["fuseopt"] == hand["kernels"]["fuseopt"] == 1
+    assert res["plan_bytes"] == hand["plan_bytes"]
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_workloads_match_their_torch_programs(name: str) -> None:
     doc, program = WORKLOADS[name](**SMALL[name])
     graph = load_text(json.dumps(doc), f"{name}.json")

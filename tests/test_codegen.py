@@ -25,7 +25,7 @@ from fuseopt.ir.graph import ComputeNode
 from fuseopt.ir.parser import parse_expr_text
 from fuseopt.plan import Kernel, Plan
 from fuseopt.runtime import compare_with_reference, load_module, run_module
-from tests.strategies import check, graph, plan_of, unfused_plan
+from tests.strategies import SPLIT, check, graph, plan_of, unfused_plan
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
@@ -225,7 +225,7 @@ def test_small_reduction_unrolled_on_a_row_split() -> None:
         assert ("ynumel" in src) == opts.tile_2d
     src = check(g, plan, UNROLLED)
     assert "y0 = (yindex // 5) % 5" in src and "y1 = yindex % 5" in src
-    assert "[(26,)](x, out, 50, 16, YBLOCK=4, XBLOCK=8, num_warps=1)" in src  # 13 x 2 tiles
+    assert "[(2, 13)](x, out, 50, 16, YBLOCK=4, XBLOCK=8, num_warps=1)" in src  # 2 x tiles, 13 y tiles
     src = check(g, plan, CodegenOptions())
     assert "YBLOCK=64, XBLOCK=16" in src  # no mask on x: XBLOCK divides the 16 channels
     assert "triton_per_" in check(g, plan, CodegenOptions(unroll_rnumel=8))  # 9 points: not unrolled
@@ -286,6 +286,92 @@ def test_softmax_in_one_kernel(opts: CodegenOptions) -> None:
         assert src.count("for r0_offset in range(0, r0_numel, R0_BLOCK):") == 3
     check(g, unfused_plan(g), opts)
     check(g, plan_of(g, [["n0", "n1", "n2"], ["n3"], ["n4"]]), opts)
+
+
+SPLIT_KINDS = """
+format: fuseopt-graph/1
+name: split_kinds
+buffers:
+  x:    {shape: [6, 16], dtype: float32, role: input}
+  k:    {shape: [6, 16], dtype: int32, role: input}
+  y:    {shape: [6, 16], dtype: float32, role: output}
+  s:    {shape: [6], dtype: float32, role: output}
+  mx:   {shape: [6], dtype: float32, role: output}
+  mn:   {shape: [6], dtype: float32, role: output}
+  pr:   {shape: [6], dtype: float32, role: output}
+  an:   {shape: [6], dtype: bool, role: output}
+  ks:   {shape: [6], dtype: int32, role: output}
+  out:  {shape: [6], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i, 6], [j, 16]], store: "y[16*i + j]", value: "x[16*i + j] * 0.5 + 1"}
+  - {name: n1, loops: [[i, 6]], reduce: [[r, 16]], store: "s[i]", value: "sum(y[16*i + r])"}
+  - {name: n2, loops: [[i, 6]], reduce: [[r, 16]], store: "mx[i]", value: "max(y[16*i + r])"}
+  - {name: n3, loops: [[i, 6]], reduce: [[r, 16]], store: "mn[i]", value: "min(x[16*i + r])"}
+  - {name: n4, loops: [[i, 6]], reduce: [[r, 16]], store: "pr[i]", value: "prod(y[16*i + r] * 0.5 + 0.75)"}
+  - {name: n5, loops: [[i, 6]], reduce: [[r, 16]], store: "an[i]", value: "any(x[16*i + r] > 1.5)"}
+  - {name: n6, loops: [[i, 6]], reduce: [[r, 16]], store: "ks[i]", value: "sum(k[16*i + r])"}
+  - {name: n7, loops: [[i, 6]], store: "out[i]", value: "s[i] / mx[i] + mn[i]"}
+"""
+
+
+def test_split_reduction_every_kind() -> None:
+    """A looped reduction split along r: the partial kernel runs the r loop over its chunk (and
+    stores the pointwise output y), the finishing kernel combines the chunks of sum, max, min,
+    prod, any and an integer sum, masks the last x tile (6 rows, XBLOCK 4) and runs the
+    epilogue. Against the interpreter, as every check."""
+    g = graph(SPLIT_KINDS)
+    plan = plan_of(g, [[f"n{i}" for i in range(8)]])
+    src = check(g, plan, dataclasses.replace(SPLIT, max_r0_block=4))
+    assert src.count("@triton.jit\ndef triton_") == 2
+    assert "rsplit = tl.program_id(1)" in src
+    assert "for r0_offset in range(rsplit * 4, (rsplit + 1) * 4, R0_BLOCK):" in src
+    assert "[(2, 4)](" in src  # 2 x tiles, 4 chunks of r
+    partial, finish = src.split("@triton.jit\ndef triton_")[1:]
+    assert "tl.store(y_ptr" in partial and "out_ptr" not in partial and "xmask" in partial
+    assert "tl.store(out_ptr" in finish and "y_ptr" not in finish
+    assert "ws_n5 = torch.empty(24, dtype=torch.int8, device=device)" in src
+    assert "ws_n6 = torch.empty(24, dtype=torch.int64, device=device)" in src  # torch sums int32 in int64
+    check(g, plan, LOOPED)  # the same kernel unsplit
+    src = check(g, plan, dataclasses.replace(SPLIT, max_r0_block=2, split_programs=12))
+    assert "[(2, 8)](" in src and "R0_BLOCK=8" in src  # 8 blocks of 2: the first divisor d with 2 x d >= 12
+    src = check(g, plan, dataclasses.replace(SPLIT, max_r0_block=4, split_min_r_blocks=2, split_programs=6))
+    assert "[(2, 2)](" in src  # at least 2 blocks a chunk: 2 chunks
+
+
+def test_split_reduction_not_for_argmax_or_a_second_loop() -> None:
+    text = SPLIT_KINDS.replace('"max(y[16*i + r])"', '"argmax(y[16*i + r])"').replace(
+        "mx:   {shape: [6], dtype: float32", "mx:   {shape: [6], dtype: int64"
+    )
+    g = graph(text)
+    src = check(g, plan_of(g, [[f"n{i}" for i in range(8)]]), SPLIT)
+    assert "rsplit" not in src
+    g = graph(SOFTMAX)  # exp-sum needs the finished max: two r loops, not split
+    src = check(g, plan_of(g, [["n0", "n1", "n2", "n3", "n4"]]), SPLIT)
+    assert "rsplit" not in src
+
+
+def test_workload_launches_at_full_size() -> None:
+    """The launch shapes tuned on the H200 (benchmarks/results), checked without running."""
+    import json
+
+    from benchmarks.workloads import FULL, WORKLOADS
+    from fuseopt.io.load import load_text
+    from fuseopt.passes.pipeline import optimize
+
+    def source(name: str) -> str:
+        doc, _ = WORKLOADS[name](**FULL[name])
+        st = optimize(load_text(json.dumps(doc), f"{name}.json"))
+        return emit_module(st.graph, st.plan)
+
+    tlm = source("three_layouts_mean")  # outer reduction over 8192 columns: 256 x tiles, 16 chunks
+    assert "[(256, 16)](" in tlm and "XBLOCK=32, R0_BLOCK=64, num_warps=4" in tlm
+    apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
+    assert "[(64, 64)](x, y, out, 4096, 8192, YBLOCK=64, XBLOCK=128, num_warps=4)" in apbt
+    assert apbt.count('eviction_policy="evict_last"') == 2
+    ln = source("layernorm_t")  # persistent: all 1024 columns of 16 rows in registers, not split
+    assert "rsplit" not in ln and "XBLOCK=16, R0_BLOCK=1024, num_warps=8" in ln
+    pool = source("avgpool_cl")  # window unrolled, 32 rows of 64 channels
+    assert "[(3, 4900)](" in pool and "YBLOCK=32, XBLOCK=64, num_warps=4" in pool
 
 
 def test_pointwise_straddling_the_reduction_split() -> None:
@@ -549,7 +635,7 @@ def test_autotune_configs() -> None:
     assert src.count("@triton.autotune(") == 1
     assert src.count("triton.Config(") >= 3
     assert 'key=["xnumel", "r0_numel"]' in src
-    assert "[_grid(XBLOCK=64)](" in src
+    assert '[_grid({"XBLOCK": 64})](' in src
     compile(src, "kernels.py", "exec")
     g = graph(SOFTMAX)
     plan = plan_of(g, [["n0", "n1", "n2", "n3", "n4"]])

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from fuseopt.io.load import load_graph
 from fuseopt.passes.pipeline import optimize
-from tests.strategies import check, doc_graph, graph_docs, unfused_plan
+from tests.strategies import check, check_split, doc_graph, graph_docs, unfused_plan
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
@@ -64,6 +64,7 @@ def test_random_graphs_planner_fused(doc: dict[str, object]) -> None:
     def run() -> None:
         stage = optimize(g)
         check(stage.graph, stage.plan)
+        check_split(stage.graph, stage.plan)
 
     _keep_on_failure("planner-fused", doc, run)
 
@@ -75,3 +76,4 @@ def test_regressions(path: str) -> None:
     check(g, unfused_plan(g))
     stage = optimize(g)
     check(stage.graph, stage.plan)
+    check_split(stage.graph, stage.plan)

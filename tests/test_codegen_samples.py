@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fuseopt.codegen import CodegenOptions
+from fuseopt.codegen import CodegenOptions, emit_module
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
 from tests.strategies import check, plan_of, unfused_plan
@@ -49,6 +49,10 @@ HAND_FUSED: dict[str, list[list[str]]] = {
     "pw_outer_red_2": [["n0", "n1", "n2"], ["n3"]],
 }
 LOOPED = CodegenOptions(persistent_rnumel=0, max_r0_block=8)
+# Split reductions (a few chunks; tests/strategies.SPLIT's one-element chunks are for tiny graphs).
+SPLIT = CodegenOptions(
+    persistent_rnumel=0, max_r0_block=8, unroll_rnumel=0, split_programs=64, split_min_r_blocks=1
+)
 
 
 def name_of(path: str) -> str:
@@ -98,6 +102,8 @@ def test_sample_hand_fused(name: str) -> None:
     check(g, plan)
     if any(g.node(n).kind == "reduction" for grp in HAND_FUSED[name] for n in grp):
         check(g, plan, LOOPED)
+        if "rsplit" in emit_module(g, plan, options=SPLIT):  # only where the kernel splits
+            check(g, plan, SPLIT)
 
 
 @pytest.mark.parametrize("name", NAMES)

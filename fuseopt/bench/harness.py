@@ -48,11 +48,24 @@ def copy_bandwidth_gbps(device: torch.device, do_bench: Callable[..., float], nb
     """Device-to-device copy bandwidth (bytes read + bytes written) / time."""
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
+
     def copy() -> None:
         dst.copy_(src)
 
     ms = do_bench(copy)
     return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+def read_bandwidth_gbps(device: torch.device, do_bench: Callable[..., float], nbytes: int = 1 << 30) -> float:
+    """Device read bandwidth: bytes read by a sum over a float32 tensor / time (context for
+    read-only workloads such as row sums, which a copy's read+write figure overstates)."""
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+
+    def total() -> None:
+        src.sum()
+
+    ms = do_bench(total)
+    return nbytes / (ms * 1e-3) / 1e9
 
 
 def _views(graph: Graph, storages: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -87,7 +100,9 @@ def _check_logical(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[
     for b in graph.outputs:
         expected = logical_view(graph, b.name, want[b.name])
         flat = torch.zeros_like(want[b.name])
-        logical_view(graph, b.name, flat).copy_(got[b.name].detach().cpu().to(expected.dtype).reshape(expected.shape))
+        logical_view(graph, b.name, flat).copy_(
+            got[b.name].detach().cpu().to(expected.dtype).reshape(expected.shape)
+        )
         storages[b.name] = flat
     _check_storages(graph, storages, want)
 
@@ -205,7 +220,9 @@ def _use_interpreter() -> None:
     if os.environ.get("TRITON_INTERPRET") == "1":
         return
     if "triton" in sys.modules:
-        raise CheckFailed("--interpret needs TRITON_INTERPRET=1 before triton is imported; set it in the environment")
+        raise CheckFailed(
+            "--interpret needs TRITON_INTERPRET=1 before triton is imported; set it in the environment"
+        )
     os.environ["TRITON_INTERPRET"] = "1"
 
 

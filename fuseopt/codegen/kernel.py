@@ -9,6 +9,7 @@ at the end. Fused reads are replaced by the producer's value rounded through the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from fuseopt.codegen.rules import (
     reduction_rule,
     unary_rule,
 )
-from fuseopt.codegen.schedule import Placement, axes_base, digits_of
+from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base, digits_of
 from fuseopt.codegen.tiling import LaunchConfig, Tiling
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
@@ -87,6 +88,7 @@ class EmittedKernel:
     args: tuple[str, ...]  # buffer names, in parameter order
     numels: tuple[tuple[str, int], ...]  # (parameter, value)
     tiling: Tiling
+    workspaces: tuple[tuple[str, DType, int], ...] = ()  # (name, dtype, elements) of a split's partials
 
 
 def _fmt_float(v: float) -> str:
@@ -193,12 +195,36 @@ class _NodeCtx:
         self.ranges = p.node.var_sizes
 
 
+def workspace_names(graph: Graph, launch: ComputeLaunch) -> dict[str, str]:
+    """Names of a split reduction's partial-result buffers, one per reduction node (never a
+    graph buffer's name: they become kernel parameters and locals of `call`)."""
+    taken = {b.name for b in graph.buffers}
+    out: dict[str, str] = {}
+    for p in launch.placements:
+        if p.role == "reduction":
+            name = f"ws_{p.node.name}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            out[p.node.name] = name
+    return out
+
+
 class KernelEmitter:
-    """Emits one kernel; `emit()` returns its source and call signature."""
+    """Emits one kernel; `emit()` returns its source and call signature.
+
+    A split reduction is two kernels: part "partial" runs the r loop over one chunk of r per
+    program_id(1) (the loop's pointwise nodes store their outputs as usual) and stores each
+    reduction's partial result; part "finish" combines the chunks' partials with the same
+    reduction and runs the stores and epilogue that follow the loop."""
 
     def __init__(self, graph: Graph, tiling: Tiling, name: str):
         self.graph = graph
         self.t = tiling
+        self.part = tiling.part
+        self.workspaces = workspace_names(graph, tiling.launch) if tiling.part != "whole" else {}
+        self.ws_dtypes: dict[str, DType] = {}
+        self.stored: dict[str, None] = {}
         self.launch = tiling.launch
         self.name = name
         self.axes = {a.name: a for a in self.launch.axes}
@@ -339,7 +365,17 @@ class KernelEmitter:
     def prologue(self) -> None:
         i64 = self.idt == DType.int64
         pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
-        if self.dims == ("y", "x"):
+        if self.dims == ("y", "x") and self.t.grid_2d:
+            cast = ".to(tl.int64)" if i64 else ""
+            xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
+            yoff = self.emit(f"tl.program_id(1){cast} * YBLOCK", [], self.idt, name="yoffset")
+            self.axis_val["y"] = self.emit(
+                "yoffset + tl.arange(0, YBLOCK)[:, None]", [yoff], self.idt, name="yindex", axes=("y",)
+            )
+            self.axis_val["x"] = self.emit(
+                "xoffset + tl.arange(0, XBLOCK)[None, :]", [xoff], self.idt, name="xindex", axes=("x",)
+            )
+        elif self.dims == ("y", "x"):
             p = self.emit("tl.program_id(0)", [], DType.int32, name="pid")
             tiles = self.emit("tl.cdiv(xnumel, XBLOCK)", [], DType.int32, name="xtiles")
             ytile = "(pid // xtiles).to(tl.int64)" if i64 else "(pid // xtiles)"
@@ -356,6 +392,8 @@ class KernelEmitter:
             xoff = self.emit(f"{pid} * XBLOCK", [], self.idt, name="xoffset")
             rng = "tl.arange(0, XBLOCK)" + ("[:, None]" if len(self.dims) == 2 else "")
             self.axis_val["x"] = self.emit(f"xoffset + {rng}", [xoff], self.idt, name="xindex", axes=("x",))
+        if self.part == "partial":
+            self.top.append(Stmt("rsplit = tl.program_id(1)", "rsplit", (), effect=True))
         for a in self.dims:
             if a != "r0_":
                 self._mask(a)
@@ -375,7 +413,12 @@ class KernelEmitter:
 
     def open_loop(self) -> None:
         assert self.loop is None
-        self.loop = LoopBlock("for r0_offset in range(0, r0_numel, R0_BLOCK):")
+        if self.part == "partial":
+            chunk = self.launch.axes[1].numel // self.t.split
+            header = f"for r0_offset in range(rsplit * {chunk}, (rsplit + 1) * {chunk}, R0_BLOCK):"
+        else:
+            header = "for r0_offset in range(0, r0_numel, R0_BLOCK):"
+        self.loop = LoopBlock(header)
         self.caches[1] = {}
         cast = ".to(tl.int64)" if self.idt == DType.int64 else ""
         base = self.emit(
@@ -540,6 +583,10 @@ class KernelEmitter:
         if masks:
             other = "0.0" if buf.dtype.is_float else "0"
             args += f", {' & '.join(m.text for m in masks)}, other={other}"
+        if self.launch.kind == "pointwise" and len(self.launch.axes) == 2 and not self.t.unroll:
+            # A transposed 2D tile: Inductor's choice for these loads, and 1.5% faster on apbt
+            # (H200: 0.0988 -> 0.0973 ms).
+            args += ', eviction_policy="evict_last"'
         rhs = f"tl.load({args})"
         cdt = compute_dtype(buf.dtype)
         deps = [idx, *masks]
@@ -725,6 +772,7 @@ class KernelEmitter:
         addr = self.address(node.output, idx, target)
         mask = f", {' & '.join(m.text for m in masks)}" if masks else ""
         self.effect(f"tl.store({addr}, {sv.text}{mask})", [idx, sv, *masks])
+        self.stored[node.output] = None
 
     def pointwise(self, p: Placement) -> None:
         self.store(p, self.value(p.node.value, self.ctxs[p.node.name], ()))
@@ -743,14 +791,26 @@ class KernelEmitter:
                 acc = DType.int8
         back_to_bool = red.dtype == DType.bool
 
-        def finish(res: Val) -> None:
+        def whole(res: Val) -> None:
             if back_to_bool:
                 res = self.emit(f"{res.text} != 0", [res], DType.bool)
             self.results[p.node.name] = res
             self.store(p, res)
 
+        finish: Callable[[Val], None] = whole
+        if self.part == "partial":
+            finish = functools.partial(self.store_partial, p, acc)
+
         if self.t.unroll:
             finish(self.unrolled(p, rule.combine, acc, back_to_bool=red.op == "any"))
+            return
+        final = rule.final.template(acc)
+        if final is None:
+            raise CodegenError(
+                f"reduction {red.op!r} is not defined on {red.x.dtype.value} values", code="op"
+            )
+        if self.part == "finish":
+            finish(self.combine_partials(p, acc, final))
             return
         v = self.value(red.x, self.ctxs[p.node.name], ())
         if red.op == "any":
@@ -759,11 +819,6 @@ class KernelEmitter:
         ident = self.identity(rule.identity, acc)
         full = ("x", "r0_")
         r0 = self.mask_val.get("r0_")
-        final = rule.final.template(acc)
-        if final is None:
-            raise CodegenError(
-                f"reduction {red.op!r} is not defined on {red.x.dtype.value} values", code="op"
-            )
         if self.t.persistent:
             vt = v
             if v.axes != full:
@@ -824,6 +879,43 @@ class KernelEmitter:
 
         self.pending.append(fin)
 
+    def store_partial(self, p: Placement, acc: DType, res: Val) -> None:
+        """A split reduction's chunk result, into row `rsplit` of its [chunks, xnumel] partials."""
+        ws = self.workspaces[p.node.name]
+        self.ws_dtypes[ws] = acc
+        x = self.axis_val["x"]
+        xnumel = self.launch.axes[0].numel
+        masks = [self.mask_val["x"]] if "x" in self.mask_val else []
+        mask = f", {masks[0].text}" if masks else ""
+        rsplit = Val("rsplit", DType.int32, (), 0, ("rsplit",))
+        self.effect(
+            f"tl.store({self.ptr(ws)} + (rsplit * {xnumel} + {x.text}), {res.text}{mask})",
+            [res, x, rsplit, *masks],
+        )
+        self.loads[ws] = None  # a parameter of this kernel
+
+    def combine_partials(self, p: Placement, acc: DType, final: str) -> Val:
+        """The finish of a split reduction: the chunks' partial results, reduced again."""
+        ws = self.workspaces[p.node.name]
+        self.ws_dtypes[ws] = acc
+        self.loads[ws] = None
+        x, r = self.axis_val["x"], self.axis_val["r0_"]
+        xnumel = self.launch.axes[0].numel
+        masks = [self.mask_val[a] for a in ("x", "r0_") if a in self.mask_val]
+        mask = ""
+        if masks:
+            red = p.node.value
+            assert isinstance(red, Reduce)
+            ident = self.identity(reduction_rule(red.op).identity, acc)
+            mask = f", {' & '.join(m.text for m in masks)}, other={ident}"
+        v = self.emit(
+            f"tl.load({self.ptr(ws)} + ({r.text} * {xnumel} + {x.text}){mask})",
+            [x, r, *masks],
+            acc,
+            axes=("x", "r0_"),
+        )
+        return self.emit(f"{final.format(v=v.text)}[:, None]", [v], acc, axes=("x",))
+
     def unrolled(self, p: Placement, combine: str, acc: DType, *, back_to_bool: bool) -> Val:
         """A small reduction unrolled at generation time: the value at each point of the reduction
         (its loop variables bound to constants), combined left to right in r order."""
@@ -857,6 +949,22 @@ class KernelEmitter:
     def body(self) -> None:
         self.prologue()
         ps = self.launch.placements
+        if self.part == "finish":
+            for p in ps:
+                if p.role == "reduction":
+                    self.reduction(p)
+                elif p.role == "epilogue":
+                    self.pointwise(p)
+            return
+        if self.part == "partial":
+            self.open_loop()
+            for p in ps:
+                if p.role == "reduction":
+                    self.reduction(p)
+                elif p.role == "inner":
+                    self.pointwise(p)
+            self.close_loop()
+            return
         if self.launch.kind == "pointwise" or self.t.persistent or self.t.unroll:
             for p in ps:
                 if p.role == "reduction":
@@ -919,8 +1027,11 @@ class KernelEmitter:
             for s in (it.body if isinstance(it, LoopBlock) else [it])
             for name in _names_in(s.text)
         }
-        args = [b for b in self.loads if self.ptr(b) in used] + list(self.launch.stores)
+        stores = [b for b in self.launch.stores if b in self.stored or self.part == "whole"]
+        args = [b for b in self.loads if self.ptr(b) in used] + stores
         numels = [(a.numel_arg, a.numel) for a in self.launch.axes]
+        if self.part == "finish":  # its r axis runs over the chunks' partial results
+            numels = [(n, self.t.split if n == "r0_numel" else v) for n, v in numels]
         blocks = [a.block for a in self.launch.axes]
         params = [self.ptr(b) for b in args] + [n for n, _ in numels] + [f"{b}: tl.constexpr" for b in blocks]
         lines: list[str] = []
@@ -940,7 +1051,9 @@ class KernelEmitter:
                     lines.extend(wrap(f"        {s.text}"))
             else:
                 lines.extend(wrap(f"    {it.text}"))
-        return EmittedKernel(self.name, "\n".join(lines) + "\n", tuple(args), tuple(numels), self.t)
+        xnumel = self.launch.axes[0].numel
+        ws = tuple((w, dt, self.t.split * xnumel) for w, dt in self.ws_dtypes.items())
+        return EmittedKernel(self.name, "\n".join(lines) + "\n", tuple(args), tuple(numels), self.t, ws)
 
     def header(self) -> list[str]:
         t = self.t
@@ -950,6 +1063,10 @@ class KernelEmitter:
             ("pointwise", 1): "pointwise",
             ("pointwise", 2): "pointwise, 2D tile (transposed access)",
         }.get((launch.kind, len(launch.axes)), "persistent reduction" if t.persistent else "looped reduction")
+        if t.part == "partial":
+            style = f"split reduction, part 1: {t.split} chunks of r, partial results"
+        elif t.part == "finish":
+            style = f"split reduction, part 2: combines {t.split} chunks, then the epilogue"
         if t.unroll:
             tile = ", 2D tile (row index arithmetic per row)" if len(launch.axes) == 2 else ""
             style = f"reduction unrolled over r0={t.unroll}{tile}"
@@ -957,8 +1074,11 @@ class KernelEmitter:
         if launch.epilogue_of:
             src += f" (epilogue of template {launch.epilogue_of})"
         out = [truncate_comment(f"# {src}: {style}, {shape}")]
+        elsewhere = {"partial": ("epilogue",), "finish": ("inner",)}.get(t.part, ())
         for p in launch.placements:
             stored = "" if p.node.output in launch.stores else "  [not stored]"
+            if p.role in elsewhere:
+                stored = f"  [in part {1 if t.part == 'finish' else 2}]"
             loops = ", ".join(f"{lv.name}={lv.size}" for lv in (*p.node.loops, *p.node.reduce))
             text = f"{to_text(p.node.store)} = {to_text(p.node.value)}"
             head = f"#   {p.node.name} [{loops}]: "

@@ -17,7 +17,7 @@ from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, kernel_name
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import HELPERS, helper_closure, helpers_used, library_rule
 from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
-from fuseopt.codegen.tiling import CodegenOptions, choose_tiling
+from fuseopt.codegen.tiling import CodegenOptions, choose_tiling, finish_tiling
 from fuseopt.ir.graph import BufferInfo, Graph
 from fuseopt.plan import Plan
 
@@ -54,14 +54,18 @@ def _default_device() -> torch.device:
 """
 
 _GRID = '''\
-def _grid(**numels: int):
-    """Launch grid of an autotuned kernel: one program per tile, for the config's block sizes."""
+def _grid(*dims: dict[str, int]):
+    """Launch grid of an autotuned kernel, for the config's block sizes: per grid dimension, the
+    product of its axes' tile counts."""
 
-    def grid(meta: dict[str, int]) -> tuple[int]:
-        n = 1
-        for block, numel in numels.items():
-            n *= triton.cdiv(numel, meta[block])
-        return (n,)
+    def grid(meta: dict[str, int]) -> tuple[int, ...]:
+        out = []
+        for dim in dims:
+            n = 1
+            for block, numel in dim.items():
+                n *= triton.cdiv(numel, meta[block])
+            out.append(n)
+        return tuple(out)
 
     return grid
 '''
@@ -75,16 +79,22 @@ _FIXED_NAMES = frozenset(
 def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     schedule = build_schedule(graph, plan)
     kernels: list[EmittedKernel] = []
-    emitted_for: list[EmittedKernel | None] = []
+    emitted_for: list[list[EmittedKernel]] = []
     for launch in schedule.launches:
         if isinstance(launch, ComputeLaunch) and launch.stores:
-            tiling = choose_tiling(graph, launch, options)
-            emitted = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels))).emit_kernel()
-            kernels.append(emitted)
-            emitted_for.append(emitted)
+            tilings = [choose_tiling(graph, launch, options)]
+            if tilings[0].part == "partial":
+                tilings.append(finish_tiling(tilings[0], options))
+            group = []
+            for tiling in tilings:
+                emitted = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels))).emit_kernel()
+                kernels.append(emitted)
+                group.append(emitted)
+            emitted_for.append(group)
         else:
-            emitted_for.append(None)
-    names = _local_names(graph, [k.name for k in kernels])
+            emitted_for.append([])
+    workspaces = list(dict.fromkeys(w for k in kernels for w in k.workspaces))
+    names = _local_names(graph, [k.name for k in kernels], [w for w, _, _ in workspaces])
 
     body: list[str] = []
     inputs = graph.inputs
@@ -94,17 +104,21 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     for name in schedule.materialised:
         b = graph.buffer(name)
         body.append(f"{names[name]} = _empty({b.storage_size}, {TORCH_DTYPE[b.dtype]}, device)")
-    for launch, k in zip(schedule.launches, emitted_for, strict=True):
+    for launch, group in zip(schedule.launches, emitted_for, strict=True):
         body.append("")
         if isinstance(launch, LibraryLaunch):
             body.extend(_library_call(graph, launch, names))
             continue
         nodes = ", ".join(p.node.name for p in launch.placements)
-        if k is None:
+        if not group:
             body.append(f"# {launch.plan_kernel}: {nodes}: nothing to run (no output is read or returned)")
             continue
-        body.append(f"# {launch.plan_kernel}: {nodes}")
-        body.append(_launch(k, names))
+        split = group[0].tiling.split
+        note = f" (split reduction: {split} chunks of r, then their combination)" if split > 1 else ""
+        body.append(f"# {launch.plan_kernel}: {nodes}{note}")
+        for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
+            body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
+        body.extend(_launch(k, names) for k in group)
     outputs = [b.name for b in graph.outputs]
     extra = [n for n in schedule.materialised if graph.buffer(n).role == "intermediate"]
     body.append("")
@@ -153,29 +167,33 @@ def _docstring(graph: Graph, plan: Plan, kernels: list[EmittedKernel], options: 
     )
 
 
-def _local_names(graph: Graph, kernel_names: list[str]) -> dict[str, str]:
-    """Python names for buffers inside `call` (a buffer may be named like a keyword or a global)."""
+def _local_names(graph: Graph, kernel_names: list[str], workspaces: list[str]) -> dict[str, str]:
+    """Python names for buffers (and split reductions' partials) inside `call` (a buffer may be
+    named like a keyword or a global)."""
     taken = set(_FIXED_NAMES) | set(kernel_names) | set(HELPERS) | set(dir(builtins))
     taken |= set(keyword.kwlist) | set(keyword.softkwlist)
     out: dict[str, str] = {}
-    for b in graph.buffers:
-        name = b.name
+    for name in [b.name for b in graph.buffers] + workspaces:
+        key = name
         while name in taken:
             name += "_"
         taken.add(name)
-        out[b.name] = name
+        out[key] = name
     return out
 
 
 def _launch(k: EmittedKernel, names: dict[str, str]) -> str:
     args = [names[b] for b in k.args] + [str(n) for _, n in k.numels]
     t = k.tiling
-    axes = t.launch.axes
     if t.autotune:
-        grid = "_grid(" + ", ".join(f"{a.block}={a.numel}" for a in axes if a.name != "r0_") + ")"
+        per_dim = (
+            "{" + ", ".join(f'"{b}": {n}' for b, n in dim.items()) + "}" for dim in t.grid_dims(t.config)
+        )
+        grid = "_grid(" + ", ".join(per_dim) + ")"
     else:
         c = t.config
-        grid = f"({c.grid(axes)},)"
+        dims = t.grid(c)
+        grid = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(map(str, dims))})"
         args += [f"{name}={value}" for name, value in c.blocks] + [f"num_warps={c.num_warps}"]
     return f"{k.name}[{grid}]({', '.join(args)})"
 
