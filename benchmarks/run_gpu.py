@@ -129,7 +129,8 @@ def main() -> None:
         "samples": samples,
     }
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"{report['date']}-{device}.json")
+    suffix = "" if args.graphs == "captured" else f"-{args.graphs}"
+    path = os.path.join(args.out, f"{report['date']}-{device}{suffix}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2)
     print(

@@ -314,6 +314,31 @@ nodes:
 """
 
 
+def test_pointwise_index_arithmetic_on_a_row_split() -> None:
+    """A flat pointwise node whose value uses `x0 // 16 % 5` and `x0 // 80 % 3` (a captured pooling
+    window's bounds and divisor look like this): tiled as rows of 16 points, so the arithmetic
+    runs once per row ([YBLOCK, 1]) instead of once per element."""
+    text = """
+format: fuseopt-graph/1
+name: rows
+buffers:
+  x:   {shape: [480], dtype: float32, role: input}
+  out: {shape: [480], dtype: float32, role: output}
+nodes:
+  - name: n0
+    loops: [[x0, 480]]
+    store: "out[x0]"
+    value: "masked(x0 // 16 % 5 >= 1, x[x0 - 16], 0.0) + cast(index(x0 // 16 % 5 + x0 // 80 % 3), float32)"
+"""
+    g = graph(text)
+    for opts in (UNROLLED, CodegenOptions()):
+        src = check(g, unfused_plan(g), opts)
+        assert "pointwise, 2D tile (row index arithmetic per row), y=30 x x=16" in src
+        assert "y0 = yindex % 5" in src and "xindex //" not in src and "eviction_policy" not in src
+    src = check(g, unfused_plan(g), CodegenOptions(tile_2d=False))
+    assert "xindex // 16" in src
+
+
 def test_split_reduction_every_kind() -> None:
     """A looped reduction split along r: the partial kernel runs the r loop over its chunk (and
     stores the pointwise output y), the finishing kernel combines the chunks of sum, max, min,

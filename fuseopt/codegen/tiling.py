@@ -64,6 +64,16 @@ class Tiling:
     unroll: int = 0  # rnumel of a reduction unrolled into a pointwise tile (0: not unrolled)
     split: int = 1  # chunks of a split reduction (1: not split)
     part: str = "whole"  # "whole" | "partial" (a split's chunks) | "finish" (combines the chunks)
+    row_split: bool = False  # a 2D tile of rows (y) x a row's inner points (x): index arithmetic per row
+
+    @property
+    def transposed(self) -> bool:
+        """A pointwise 2D tile that makes a transposed access coalesced."""
+        return (
+            self.launch.kind == "pointwise"
+            and len(self.launch.axes) == 2
+            and not (self.unroll or self.row_split)
+        )
 
     @property
     def configs(self) -> tuple[LaunchConfig, ...]:
@@ -97,6 +107,23 @@ class Tiling:
 def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Tiling:
     if launch.kind == "pointwise":
         launch = _maybe_2d(graph, launch, options)
+        rows = (
+            None
+            if len(launch.axes) == 2 or not options.tile_2d
+            else _digit_split(launch, launch.axes[0].numel, 1)
+        )
+        if rows is not None:
+            launch = _rows(launch, rows)
+            default, cands = _configs_unrolled(launch, options)
+            autotune = cands if options.autotune else ()
+            masked = tuple(
+                a.name
+                for a in launch.axes
+                if any(a.numel % c.block(a.block) != 0 for c in autotune or (default,))
+            )
+            return Tiling(
+                launch, False, default, autotune, masked, _index_dtype(graph, launch), row_split=True
+            )
         if len(launch.axes) == 2:
             default, cands = _configs_2d(launch, options)
         else:
@@ -235,6 +262,15 @@ def _digit_split(launch: ComputeLaunch, numel: int, rnumel: int) -> int | None:
     if s < 16 or s >= numel or numel % s or any(s % m for m in mods):
         return None
     return s
+
+
+def _rows(launch: ComputeLaunch, s: int) -> ComputeLaunch:
+    """A 1D pointwise launch as rows of `s` points (see `_digit_split`): a pooling window's bounds
+    checks and divisor (`x // 6720 % 35` on a channels-last image) computed once per row."""
+    numel = launch.axes[0].numel
+    y, x = Axis("y", numel // s), Axis("x", s)
+    placements = tuple(Placement(p.node, p.role, pointwise_segments(p.node, y, x)) for p in launch.placements)
+    return launch.with_axes((y, x), placements)
 
 
 def _unrolled(launch: ComputeLaunch, o: CodegenOptions) -> ComputeLaunch:
