@@ -6,8 +6,8 @@
 For each workload (captured from benchmarks/programs.py by default): fuseopt's plan vs the
 unfused plan vs torch eager vs torch.compile (Inductor) of the same program, each checked against
 the reference interpreter before it is timed, plus the device's copy and read bandwidths measured
-in the same run. Writes <DIR>/<date>-<device>.json with device, torch and
-triton versions (default DIR: benchmarks/results). --check-samples also compiles and checks every
+in the same run. Writes <DIR>/<date>-<device>.json (<date>-<device>-handwritten.json for
+--graphs handwritten) with device, torch and triton versions (default DIR: benchmarks/results). --check-samples also compiles and checks every
 sample and CASES.md graph (no timing). --small uses tiny sizes (CPU smoke test with
 TRITON_INTERPRET=1: correctness only).
 """
