@@ -130,7 +130,10 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
 
     helpers = helper_closure([h for k in kernels for h in helpers_used(k.source)])
     parts: list[str] = [_docstring(graph, plan, kernels, options)]
-    parts.append("import torch\nimport triton\nimport triton.language as tl\n")
+    imports = "import torch\nimport triton\nimport triton.language as tl\n"
+    if "_to_bf16" in helpers:  # reads TRITON_INTERPRET
+        imports = "import os\n\n" + imports
+    parts.append(imports)
     parts.append(
         "# fuseopt.runtime sets POISON for checked runs: fresh buffers then start as NaN (or the\n"
         "# dtype's largest value), so an element no kernel writes cannot pass a comparison.\n"
