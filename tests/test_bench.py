@@ -20,7 +20,8 @@ _register()
 # These run generated kernels on CPU tensors under the Triton interpreter. tests/conftest.py turns
 # it on where there is no GPU; on a GPU machine run them alone with TRITON_INTERPRET=1.
 interpreter_only = pytest.mark.skipif(
-    os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1 (set on machines without a GPU)"
+    os.environ.get("TRITON_INTERPRET") != "1",
+    reason="needs TRITON_INTERPRET=1 (set on machines without a GPU)",
 )
 
 
@@ -40,7 +41,8 @@ def test_bench_interpret_checks_all_variants(tmp_path: os.PathLike[str]) -> None
     with open(out, encoding="utf-8") as f:
         report = json.load(f)
     (r,) = report["results"]
-    assert r["ok"] and [v["name"] for v in r["variants"]] == ["fuseopt", "unfused"]
+    assert r["ok"] and [v["name"] for v in r["variants"]] == ["fuseopt", "unfused", "eager"]
+    assert r["baseline"] == "rendered"  # no source program: eager runs a torch rendering
     assert r["kernels"] == {"fuseopt": 1, "unfused": 3}
 
 
@@ -138,3 +140,50 @@ def test_run_module_restores_poison() -> None:
     module = load_module(emit_module(st.graph, st.plan))
     run_module(module, make_inputs(graph, seed=0), poison=True)
     assert module.POISON is False
+
+
+@pytest.mark.parametrize(
+    "sample", ["apbt.yaml", "layernorm_t.yaml", "cases/sum_and_t.yaml", "avgpool_cl_small.yaml"]
+)
+def test_rendered_program_is_the_graph(sample: str) -> None:
+    """A graph without a source program is benchmarked against a torch rendering of itself: the
+    interpreter's torch ops (eager), and that traced to straight-line aten ops (what
+    torch.compile gets). Both compute what the reference computes."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from fuseopt.bench.harness import _check_logical, _views
+    from fuseopt.bench.source import rendered_program
+    from fuseopt.interp import make_inputs, run_graph
+    from fuseopt.io.load import load_graph
+
+    g = load_graph(os.path.join(ROOT, "samples", sample))
+    inputs = make_inputs(g, seed=1)
+    expected = run_graph(g, {k: v.clone() for k, v in inputs.items()})
+    views = _views(g, inputs)
+    program = rendered_program(g)
+    _check_logical(g, program(views), expected)
+    traced = make_fx(program)(views)
+    assert "index_put" in traced.code or "index_put_" in traced.code
+    _check_logical(g, traced(views), expected)
+
+
+@interpreter_only
+def test_bench_without_source_uses_the_rendering(tmp_path: os.PathLike[str]) -> None:
+    out = os.path.join(str(tmp_path), "bench.json")
+    res = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            os.path.join(ROOT, "samples", "apbt.yaml"),
+            "--interpret",
+            "--json",
+            out,
+            "--format",
+            "json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    with open(out, encoding="utf-8") as f:
+        (r,) = json.load(f)["results"]
+    assert r["baseline"] == "rendered" and r["ok"]
+    assert [v["name"] for v in r["variants"]] == ["fuseopt", "unfused", "eager"]

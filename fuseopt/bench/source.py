@@ -49,3 +49,32 @@ def program_from_meta(graph: Graph, graph_file: str = "") -> Any | None:
         return dict(zip(outputs, flat, strict=False))
 
     return program
+
+
+class RenderedProgram:
+    """The graph itself as a torch program, for graphs that record no source: every node run by
+    the reference interpreter's vectorised torch ops (index arithmetic, gathers, `index_put_`) on
+    the inputs' device, one chunk per node. Eager runs it as written. For torch.compile it is
+    first traced to a straight-line graph of aten ops (`make_fx` on the benchmark's inputs), so
+    that Dynamo does not have to follow the interpreter's Python (it would graph-break on it)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+
+    def __call__(self, views: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        from fuseopt.interp import logical_view, run_graph
+
+        g = self.graph
+        # as_strided's offset is absolute: the whole flat storage behind each input view
+        storages = {b.name: torch.as_strided(views[b.name], (b.storage_size,), (1,), 0) for b in g.inputs}
+        out = run_graph(g, storages, chunk_elems=1 << 62)
+        return {b.name: logical_view(g, b.name, out[b.name]) for b in g.outputs}
+
+    def compiled(self, views: Mapping[str, torch.Tensor]) -> Any:
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        return torch.compile(make_fx(self)(dict(views)))
+
+
+def rendered_program(graph: Graph) -> RenderedProgram:
+    return RenderedProgram(graph)

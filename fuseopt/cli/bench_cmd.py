@@ -40,7 +40,8 @@ def bench_cmd(
     no_loop_order: bool,
 ) -> None:
     """Compile the plan's kernels, check them against the reference, and time them side by side
-    with the unfused plan, torch eager and torch.compile (when the graph records its source).
+    with the unfused plan, torch eager and torch.compile: of the graph's source program when it
+    records one (captured graphs), else of a torch rendering of the graph (`baseline` in the JSON).
 
     Exit 0 when every variant matched the reference, 1 when one did not, 3 without a GPU (use
     --interpret to check on the CPU).
@@ -56,7 +57,7 @@ def bench_cmd(
     from rich.progress import Progress
 
     from fuseopt.bench.harness import _do_bench, bench_graph, copy_bandwidth_gbps
-    from fuseopt.bench.source import program_from_meta
+    from fuseopt.bench.source import program_from_meta, rendered_program
     from fuseopt.io.load import load_graph
 
     opts = options_from(scoring, max_fusion_size, no_loop_order)
@@ -67,11 +68,14 @@ def bench_cmd(
         task = progress.add_task("bench", total=len(loaded))
         for path, g in loaded:
             program = program_from_meta(g, path)
-            results.append(
-                bench_graph(
-                    g, program, options=opts, interpret=interpret, warmup=warmup, rep=rep, copy_gbps=copy
-                )
+            baseline = "source"
+            if program is None:
+                program, baseline = rendered_program(g), "rendered"
+            res = bench_graph(
+                g, program, options=opts, interpret=interpret, warmup=warmup, rep=rep, copy_gbps=copy
             )
+            res["baseline"] = baseline
+            results.append(res)
             progress.advance(task)
     report = {
         "format": "fuseopt-bench/1",
@@ -100,9 +104,10 @@ def _print(report: dict) -> None:  # type: ignore[type-arg]
         t.add_column(col)
     for r in report["results"]:
         for v in r["variants"]:
+            rendered = r.get("baseline") == "rendered" and v["name"] in ("eager", "torch.compile")
             t.add_row(
                 r["graph"],
-                v["name"],
+                v["name"] + (" (rendering)" if rendered else ""),
                 "yes" if v["ok"] else "[red]NO[/]",
                 "" if v["kernels"] is None else str(v["kernels"]),
                 "" if v["ms"] is None else f"{v['ms']:.4f}",

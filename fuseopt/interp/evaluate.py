@@ -83,14 +83,14 @@ class Box:
     def shape(self) -> tuple[int, ...]:
         return tuple(b - a for a, b in zip(self.starts, self.stops, strict=True))
 
-    def variables(self) -> dict[str, Tensor]:
+    def variables(self, device: torch.device | None = None) -> dict[str, Tensor]:
         """Each variable as an int64 arange along its own dim, size 1 along the others."""
         out: dict[str, Tensor] = {}
         nd = len(self.names)
         for d, (name, a, b) in enumerate(zip(self.names, self.starts, self.stops, strict=True)):
             view = [1] * nd
             view[d] = b - a
-            out[name] = torch.arange(a, b, dtype=torch.int64).reshape(view)
+            out[name] = torch.arange(a, b, dtype=torch.int64, device=device).reshape(view)
         return out
 
     def describe(self, pos: list[int]) -> str:
@@ -125,7 +125,7 @@ class Evaluator:
         self.storages = storages
         self.box = box
         self.plan = plan
-        self.vars = box.variables()
+        self.vars = box.variables(storages[node.output].device)
         self._cache: dict[tuple[Expr, int], Tensor] = {}
         self._scopes = 0
         self.root = _Scope(None, 0)

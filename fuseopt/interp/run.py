@@ -75,10 +75,11 @@ def _bind(graph: Graph, inputs: Mapping[str, Tensor]) -> dict[str, Tensor]:
         if name not in wanted:
             raise InterpError(f"{name!r} is not an input buffer of graph {graph.name!r}", code="inputs")
     storages: dict[str, Tensor] = {}
+    device = next(iter(inputs.values())).device if inputs else torch.device("cpu")
     for b in graph.buffers:
         dtype = TORCH_DTYPE[b.dtype]
         if b.role != "input":
-            storages[b.name] = torch.zeros(b.storage_size, dtype=dtype)
+            storages[b.name] = torch.zeros(b.storage_size, dtype=dtype, device=device)
             continue
         ptr = f"/buffers/{b.name}"
         t = inputs.get(b.name)
