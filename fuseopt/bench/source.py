@@ -62,18 +62,34 @@ class RenderedProgram:
         self.graph = graph
 
     def __call__(self, views: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        from fuseopt.interp import logical_view, run_graph
+        return self._outputs(self.run(self._storages(views)))
 
-        g = self.graph
-        # as_strided's offset is absolute: the whole flat storage behind each input view
-        storages = {b.name: torch.as_strided(views[b.name], (b.storage_size,), (1,), 0) for b in g.inputs}
-        out = run_graph(g, storages, chunk_elems=1 << 62)
-        return {b.name: logical_view(g, b.name, out[b.name]) for b in g.outputs}
+    def run(self, storages: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Flat input storages -> flat output storages."""
+        from fuseopt.interp import run_graph
 
-    def compiled(self, views: Mapping[str, torch.Tensor]) -> Any:
+        out = run_graph(self.graph, storages, chunk_elems=1 << 62)
+        return {b.name: out[b.name] for b in self.graph.outputs}
+
+    def compiled(self, views: Mapping[str, torch.Tensor], backend: str = "inductor") -> Any:
+        """torch.compile of the storages -> storages function, traced first; the views are taken
+        apart and put back outside it (compiled code must not see `as_strided` of an input view:
+        its storage offset is lost there)."""
         from torch.fx.experimental.proxy_tensor import make_fx
 
-        return torch.compile(make_fx(self)(dict(views)))
+        fn = torch.compile(make_fx(lambda st: self.run(st))(self._storages(views)), backend=backend)
+        return lambda v: self._outputs(fn(self._storages(v)))
+
+    def _storages(self, views: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        # as_strided's offset is absolute: the whole flat storage behind each input view
+        return {
+            b.name: torch.as_strided(views[b.name], (b.storage_size,), (1,), 0) for b in self.graph.inputs
+        }
+
+    def _outputs(self, storages: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        from fuseopt.interp import logical_view
+
+        return {b.name: logical_view(self.graph, b.name, storages[b.name]) for b in self.graph.outputs}
 
 
 def rendered_program(graph: Graph) -> RenderedProgram:
