@@ -466,10 +466,16 @@ def _split(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, int]
     if xtiles >= o.split_programs or rnumel % rb:
         return None
     blocks = rnumel // rb
-    fits = [d for d in range(2, blocks // max(1, o.split_min_r_blocks) + 1) if blocks % d == 0]
-    if not fits:
+    chunks = 0
+    # The first divisor of `blocks` that reaches the target (so at most about split_programs
+    # candidates are tried), else the largest allowed one; the grid's second dimension caps it.
+    for d in range(2, min(blocks // max(1, o.split_min_r_blocks), GRID_Y_MAX) + 1):
+        if blocks % d == 0:
+            chunks = d
+            if xtiles * d >= o.split_programs:
+                break
+    if chunks < 2:
         return None
-    chunks = next((d for d in fits if xtiles * d >= o.split_programs), fits[-1])
     cfg = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), max(1, min(8, xb * rb // 512)))
     return cfg, chunks
 
