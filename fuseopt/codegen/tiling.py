@@ -474,7 +474,7 @@ def _split(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, int]
             chunks = d
             if xtiles * d >= o.split_programs:
                 break
-    if chunks < 2:
+    if chunks < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
         return None
     cfg = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), max(1, min(8, xb * rb // 512)))
     return cfg, chunks
