@@ -196,3 +196,11 @@ def test_bench_without_source_uses_the_rendering(tmp_path: os.PathLike[str]) -> 
         (r,) = json.load(f)["results"]
     assert r["baseline"] == "rendered" and r["ok"]
     assert [v["name"] for v in r["variants"]] == ["fuseopt", "unfused", "eager"]
+
+
+@interpreter_only
+def test_bench_text_report_per_graph() -> None:
+    res = CliRunner().invoke(cli, ["bench", os.path.join(ROOT, "samples", "apbt.yaml"), "--interpret"])
+    assert res.exit_code == 0, res.output
+    assert "apbt (eager and torch.compile run a torch rendering of the graph)" in res.output
+    assert "fuseopt" in res.output and "unfused" in res.output and "Traceback" not in res.output

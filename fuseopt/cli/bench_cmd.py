@@ -96,25 +96,30 @@ def bench_cmd(
 
 
 def _print(report: dict) -> None:  # type: ignore[type-arg]
-    t = Table(
-        title=f"fuseopt bench on {report['device']}"
-        + (f" (copy {report['copy_gbps']:.0f} GB/s)" if report["copy_gbps"] else "")
-    )
-    for col in ("graph", "variant", "ok", "kernels", "ms", "GB/s", "% copy", "note"):
-        t.add_column(col)
+    """One table per graph (its variants), then its speed-ups on one line."""
+    copy = f", copy {report['copy_gbps']:.0f} GB/s" if report["copy_gbps"] else ""
+    stdout.print(f"fuseopt bench on {report['device']}{copy}")
     for r in report["results"]:
+        rendered = r.get("baseline") == "rendered"
+        title = f"{r['graph']}" + (
+            " (eager and torch.compile run a torch rendering of the graph)" if rendered else ""
+        )
+        t = Table(title=title, title_justify="left")
+        for col in ("variant", "ok", "kernels", "ms", "GB/s", "% copy", "note"):
+            t.add_column(col, overflow="fold")
         for v in r["variants"]:
-            rendered = r.get("baseline") == "rendered" and v["name"] in ("eager", "torch.compile")
             t.add_row(
-                r["graph"],
-                v["name"] + (" (rendering)" if rendered else ""),
+                v["name"],
                 "yes" if v["ok"] else "[red]NO[/]",
                 "" if v["kernels"] is None else str(v["kernels"]),
                 "" if v["ms"] is None else f"{v['ms']:.4f}",
                 "" if v["gbps"] is None else f"{v['gbps']:.0f}",
                 "" if v["pct_copy"] is None else f"{v['pct_copy']:.0f}%",
-                v["error"][:80],
+                v["error"][:200],
             )
-        for k, s in r["speedups"].items():
-            t.add_row(r["graph"], f"speed-up {k}", "", "", f"{s:.2f}x", "", "", "")
-    stdout.print(t)
+        stdout.print(t)
+        if r["speedups"]:
+            stdout.print(
+                "  fuseopt speed-up: "
+                + ", ".join(f"{s:.2f}x {k.removeprefix('vs_')}" for k, s in r["speedups"].items())
+            )
