@@ -780,3 +780,17 @@ def test_unknown_op_is_an_error_naming_it() -> None:
     g = g.replace(nodes=(g.nodes[0], bad))
     with pytest.raises(CodegenError, match="'frobnicate'"):
         emit_module(g, unfused_plan(g))
+
+
+def test_captured_pool_divisor_folds_to_a_literal() -> None:
+    """Inductor's avg_pool2d lowering computes the window's divisor per element with minimums;
+    over the loop ranges they fold and the polynomial is 9, so the kernel divides by 9.0."""
+    from benchmarks.programs import captured
+    from fuseopt.passes.pipeline import optimize
+
+    g, _ = captured("avgpool_cl", small=True)
+    assert "minimum" in str(g.nodes[0].value)
+    stage = optimize(g)
+    src = check(stage.graph, stage.plan)
+    kernel = src.split("@triton.jit\ndef triton_")[1]
+    assert "/ 9.0" in kernel and "minimum" not in kernel

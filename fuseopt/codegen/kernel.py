@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fuseopt.codegen.common import INT32_MAX, INT_RANGE, TL_DTYPE, CodegenError, wrap_int
 from fuseopt.codegen.indexing import Digit, Flat, canonical_index, digit_of, normal_digit, unflatten
@@ -43,6 +43,7 @@ from fuseopt.ir.expr import (
     Where,
     to_text,
 )
+from fuseopt.ir.fold import fold_index
 from fuseopt.ir.graph import Graph
 from fuseopt.ir.typecheck import BINARY_RESULT, UNARY_RESULT
 
@@ -650,6 +651,14 @@ class KernelEmitter:
             return Val(literal_text(e.value, e.dtype), e.dtype, const=e.value)
         if isinstance(e, Load):
             return self.load(e, ctx, conds)
+        if isinstance(e, IndexValue):
+            # min/max decided by the loop ranges folded, a polynomial that cancels to a constant
+            # replaced by it (a pooling window's divisor becomes the literal 9)
+            folded = fold_index(e.index, ctx.ranges)
+            if isinstance(folded, Const):
+                return Val(literal_text(folded.value, DType.int64), DType.int64, const=folded.value)
+            if folded != e.index:
+                return self.value(replace(e, index=folded), ctx, conds)
         if e.dtype == DType.int64 and self.idt == DType.int32 and _index_like(e, ctx.ranges):
             # Integer arithmetic of loop variables (a window's bounds checks) that provably fits in
             # int32: index arithmetic in int32 (plain // and % on non-negative operands, digits of
@@ -709,6 +718,9 @@ class KernelEmitter:
         return self.emit(f"tl.where({c.text}, {body.text}, {other.text})", [c, body, other], res)
 
     def cast(self, v: Val, to: DType) -> Val:
+        c = v.const
+        if to in (DType.float32, DType.float64) and type(c) is int and abs(c) <= 2**24:
+            return Val(literal_text(float(c), to), to, const=float(c))  # exact: a float literal
         if v.literal:
             v = self.materialize(v)
         stored = self.to_storage(v, to)
