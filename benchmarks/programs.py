@@ -58,20 +58,23 @@ def _t(rows: int, cols: int) -> torch.Tensor:
 
 
 def example_inputs(name: str, small: bool = False) -> tuple[torch.Tensor, ...]:
-    """Inputs of INDUCTOR.md's sizes (values do not matter to a capture), or tiny ones."""
-    r, c = (16, 32) if small else (4096, 8192)
-    lr, lc = (32, 64) if small else (32768, 1024)
+    """Inputs of the sizes in benchmarks/workloads.py (FULL: INDUCTOR.md's; SMALL: tiny), so the
+    captured graphs and the hand-written ones have the same shapes. Values do not matter to a
+    capture."""
+    from benchmarks.workloads import FULL, SMALL
+
+    sz = (SMALL if small else FULL)[name]
     if name in ("apbt", "tsum"):
-        return torch.empty(r, c), _t(r, c)
+        return torch.empty(sz["rows"], sz["cols"]), _t(sz["rows"], sz["cols"])
     if name == "avgpool_cl":
-        shape = (2, 8, 5, 5) if small else (128, 192, 35, 35)
+        shape = (sz["n"], sz["c"], sz["h"], sz["w"])
         return (torch.empty(shape, dtype=torch.bfloat16).to(memory_format=torch.channels_last),)
     if name == "layernorm_t":
-        return _t(lr, lc), torch.empty(lc), torch.empty(lc)
+        return _t(sz["rows"], sz["cols"]), torch.empty(sz["cols"]), torch.empty(sz["cols"])
     if name == "softmax_bias_t":
-        return _t(lr, lc), torch.empty(lc)
+        return _t(sz["rows"], sz["cols"]), torch.empty(sz["cols"])
     if name == "three_layouts_mean":
-        pad = 8 if small else 64
+        r, c, pad = sz["rows"], sz["cols"], sz.get("pad", 64)
         return torch.empty(r, c), _t(r, c), torch.empty(r, c + pad)[:, :c]
     raise KeyError(name)
 

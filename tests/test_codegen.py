@@ -339,6 +339,20 @@ nodes:
     assert "xindex // 16" in src
 
 
+def test_2d_tile_without_room_on_the_grid_flattens_its_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More y tiles than the grid's second dimension takes: one flat program id, split into
+    (y tile, x tile) in the kernel. Forced here by lowering the limit."""
+    import fuseopt.codegen.tiling as tiling
+
+    g = graph(POOL_CL)
+    plan = plan_of(g, [["n0", "n1"]])
+    assert "tl.program_id(1)" in check(g, plan, UNROLLED)
+    monkeypatch.setattr(tiling, "GRID_Y_MAX", 1)
+    src = check(g, plan, UNROLLED)
+    assert "tl.program_id(1)" not in src and "(pid // xtiles)" in src
+    assert "[(26,)](x, out, 50, 16, YBLOCK=4, XBLOCK=8, num_warps=1)" in src  # 13 y x 2 x tiles
+
+
 def test_split_reduction_every_kind() -> None:
     """A looped reduction split along r: the partial kernel runs the r loop over its chunk (and
     stores the pointwise output y), the finishing kernel combines the chunks of sum, max, min,

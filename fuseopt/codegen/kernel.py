@@ -893,8 +893,7 @@ class KernelEmitter:
 
     def store_partial(self, p: Placement, acc: DType, res: Val) -> None:
         """A split reduction's chunk result, into row `rsplit` of its [chunks, xnumel] partials."""
-        ws = self.workspaces[p.node.name]
-        self.ws_dtypes[ws] = acc
+        ws = self.workspace(p, acc)
         x = self.axis_val["x"]
         xnumel = self.launch.axes[0].numel
         masks = [self.mask_val["x"]] if "x" in self.mask_val else []
@@ -904,13 +903,17 @@ class KernelEmitter:
             f"tl.store({self.ptr(ws)} + (rsplit * {xnumel} + {x.text}), {res.text}{mask})",
             [res, x, rsplit, *masks],
         )
-        self.loads[ws] = None  # a parameter of this kernel
 
-    def combine_partials(self, p: Placement, acc: DType, final: str) -> Val:
-        """The finish of a split reduction: the chunks' partial results, reduced again."""
+    def workspace(self, p: Placement, acc: DType) -> str:
+        """The partials buffer of reduction `p` (of dtype `acc`), a parameter of this kernel."""
         ws = self.workspaces[p.node.name]
         self.ws_dtypes[ws] = acc
         self.loads[ws] = None
+        return ws
+
+    def combine_partials(self, p: Placement, acc: DType, final: str) -> Val:
+        """The finish of a split reduction: the chunks' partial results, reduced again."""
+        ws = self.workspace(p, acc)
         x, r = self.axis_val["x"], self.axis_val["r0_"]
         xnumel = self.launch.axes[0].numel
         masks = [self.mask_val[a] for a in ("x", "r0_") if a in self.mask_val]

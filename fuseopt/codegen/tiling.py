@@ -114,45 +114,60 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
         )
         if rows is not None:
             launch = _rows(launch, rows)
-            default, cands = _configs_unrolled(launch, options)
-            autotune = cands if options.autotune else ()
-            masked = tuple(
-                a.name
-                for a in launch.axes
-                if any(a.numel % c.block(a.block) != 0 for c in autotune or (default,))
-            )
-            return Tiling(
-                launch, False, default, autotune, masked, _index_dtype(graph, launch), row_split=True
-            )
-        if len(launch.axes) == 2:
-            default, cands = _configs_2d(launch, options)
-        else:
-            default, cands = _configs_1d(launch, options)
-        persistent = False
-    elif _unrollable(launch, options):
+            return _tiling(graph, launch, *_configs_unrolled(launch, options), options, row_split=True)
+        configs = _configs_2d(launch, options) if len(launch.axes) == 2 else _configs_1d(launch, options)
+        return _tiling(graph, launch, *configs, options)
+    if _unrollable(launch, options):
         rnumel = launch.axes[1].numel
         launch = _unrolled(launch, options)
-        default, cands = _configs_unrolled(launch, options)
-        autotune = cands if options.autotune else ()
-        configs = autotune or (default,)
-        masked = tuple(a.name for a in launch.axes if any(a.numel % c.block(a.block) != 0 for c in configs))
-        return Tiling(launch, False, default, autotune, masked, _index_dtype(graph, launch), rnumel)
-    else:
-        rnumel = launch.axes[1].numel
-        persistent = rnumel <= options.persistent_rnumel
-        outer = _x_contiguous(graph, launch)
-        default, cands = _configs_reduction(launch, options, persistent=persistent, outer=outer)
-        split = None if persistent else _split(launch, options)
-        if split is not None:
-            cfg, chunks = split
-            masked = tuple(a.name for a in launch.axes if a.numel % cfg.block(a.block) != 0)
-            return Tiling(
-                launch, False, cfg, (), masked, _index_dtype(graph, launch), split=chunks, part="partial"
-            )
+        return _tiling(graph, launch, *_configs_unrolled(launch, options), options, unroll=rnumel)
+    persistent = launch.axes[1].numel <= options.persistent_rnumel
+    outer = _x_contiguous(graph, launch)
+    split = None if persistent else _split(launch, options)
+    if split is not None:
+        cfg, chunks = split
+        return Tiling(
+            launch,
+            False,
+            cfg,
+            (),
+            _masked(launch, (cfg,)),
+            _index_dtype(graph, launch),
+            split=chunks,
+            part="partial",
+        )
+    default, cands = _configs_reduction(launch, options, persistent=persistent, outer=outer)
+    return _tiling(graph, launch, default, cands, options, persistent=persistent)
+
+
+def _tiling(
+    graph: Graph,
+    launch: ComputeLaunch,
+    default: LaunchConfig,
+    cands: tuple[LaunchConfig, ...],
+    options: CodegenOptions,
+    *,
+    persistent: bool = False,
+    unroll: int = 0,
+    row_split: bool = False,
+) -> Tiling:
     autotune = cands if options.autotune else ()
-    configs = autotune or (default,)
-    masked = tuple(a.name for a in launch.axes if any(a.numel % c.block(a.block) != 0 for c in configs))
-    return Tiling(launch, persistent, default, autotune, masked, _index_dtype(graph, launch))
+    masked = _masked(launch, autotune or (default,))
+    return Tiling(
+        launch,
+        persistent,
+        default,
+        autotune,
+        masked,
+        _index_dtype(graph, launch),
+        unroll,
+        row_split=row_split,
+    )
+
+
+def _masked(launch: ComputeLaunch, configs: tuple[LaunchConfig, ...]) -> tuple[str, ...]:
+    """Axes whose size some config's block does not divide: their lanes need a mask."""
+    return tuple(a.name for a in launch.axes if any(a.numel % c.block(a.block) != 0 for c in configs))
 
 
 # -- accesses ---------------------------------------------------------------------------------
