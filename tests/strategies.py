@@ -68,6 +68,16 @@ SPLIT = CodegenOptions(
 )
 
 
+# Sliding windows on rows of any length (tests/test_window.py), tiles of 8 so that rows need masks.
+WINDOW = CodegenOptions(window_min_row=2, max_xblock=8)
+
+
+def check_window(graph: Graph, plan: Plan) -> None:
+    """`check` with WINDOW options, where some kernel of the plan does walk rows."""
+    if "sliding window" in emit_module(graph, plan, options=WINDOW):
+        check(graph, plan, WINDOW)
+
+
 def check_split(graph: Graph, plan: Plan) -> None:
     """`check` with SPLIT options, where some reduction kernel of the plan does split."""
     if any(k.kind == "reduction" for k in plan.kernels) and "rsplit" in emit_module(

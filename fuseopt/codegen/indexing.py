@@ -97,6 +97,19 @@ def canonical_index(
     they fall on one side of the split (or are the whole flat index). Non-affine parts are kept as
     opaque atoms (compared structurally).
     """
+    merged, other, const = canonical_terms(index, digits, extents, flats)
+    items = [(_digit_name(d), k) for d, k in merged.items() if k != 0]
+    items += [(a, k) for a, k in other.items() if k != 0]
+    return tuple(sorted(items)), const
+
+
+def canonical_terms(
+    index: Expr,
+    digits: Mapping[str, Digit | None],
+    extents: Mapping[str, int],
+    flats: Mapping[str, Flat] | None = None,
+) -> tuple[dict[Digit, int], dict[str, int], int]:
+    """`index` as (coefficient per merged digit, coefficient per opaque atom, constant)."""
     names: dict[str, Digit] = {}
     mapping: dict[str, Expr] = {}
     for v, d in digits.items():
@@ -106,7 +119,7 @@ def canonical_index(
             names[_digit_name(d)] = d
             mapping[v] = Var(_digit_name(d))
     f = linear_form(substitute_vars(index, mapping))
-    terms: dict[Digit, int] = {}
+    digit_terms: dict[Digit, int] = {}
     other: dict[str, int] = {}
     for atom, k in f.coeffs:
         d = _as_digit(atom, names)
@@ -114,12 +127,15 @@ def canonical_index(
             key = repr(_strip(atom))
             other[key] = other.get(key, 0) + k
             continue
+        digit_terms[d] = digit_terms.get(d, 0) + k
+    # Merged on their own base first (`8*(f // 8) + f % 8` is f), then split onto the axes of a
+    # flattened base (f is `4*y + x`), then merged again.
+    terms: dict[Digit, int] = {}
+    for d, k in _merge_digits(digit_terms, extents).items():
         for dd, kk in unflatten(d, flats or {}):
             terms[dd] = terms.get(dd, 0) + k * kk
-    merged = _merge_digits(terms, extents)
-    items = [(_digit_name(d), k) for d, k in merged.items() if k != 0]
-    items += [(a, k) for a, k in other.items() if k != 0]
-    return tuple(sorted(items)), f.const
+    merged = {d: k for d, k in _merge_digits(terms, extents).items() if k != 0}
+    return merged, {a: k for a, k in other.items() if k != 0}, f.const
 
 
 def _as_digit(e: Expr, names: Mapping[str, Digit]) -> Digit | None:

@@ -26,6 +26,7 @@ from fuseopt.codegen.rules import (
 )
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base, digits_of
 from fuseopt.codegen.tiling import LaunchConfig, Tiling
+from fuseopt.codegen.window import Key, KeyContext, Walk, WindowLoad, carry_plan, index_ops, load_key
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
 from fuseopt.ir.expr import (
@@ -121,31 +122,10 @@ def _is_weak(e: Expr) -> bool:
 
 def _index_like(e: Expr, ranges: Mapping[str, int]) -> bool:
     """Whether `e` is integer index arithmetic of loop variables (no loads) within int32."""
-    if not _index_ops(e, ranges):
+    if not index_ops(e, ranges):
         return False
     r = interval(e.index if isinstance(e, IndexValue) else e, ranges)
     return r is not None and r[0] >= -INT32_MAX and r[1] <= INT32_MAX
-
-
-def _index_ops(e: Expr, ranges: Mapping[str, int]) -> bool:
-    if isinstance(e, Var):
-        return e.name in ranges
-    if isinstance(e, Const):
-        return type(e.value) is int
-    if isinstance(e, IndexValue):
-        return _index_ops(e.index, ranges)
-    if isinstance(e, Unary):
-        return e.op == "neg" and _index_ops(e.x, ranges)
-    if isinstance(e, Binary):
-        if e.op in ("floordiv", "mod"):
-            return (
-                isinstance(e.b, Const)
-                and type(e.b.value) is int
-                and e.b.value > 0
-                and _index_ops(e.a, ranges)
-            )
-        return e.op in ("add", "sub", "mul") and _index_ops(e.a, ranges) and _index_ops(e.b, ranges)
-    return False
 
 
 def _int32_exact(v: Val) -> bool:
@@ -219,7 +199,7 @@ class KernelEmitter:
     reduction's partial result; part "finish" combines the chunks' partials with the same
     reduction and runs the stores and epilogue that follow the loop."""
 
-    def __init__(self, graph: Graph, tiling: Tiling, name: str):
+    def __init__(self, graph: Graph, tiling: Tiling, name: str, carry: Mapping[Key, Key] | None = None):
         self.graph = graph
         self.t = tiling
         self.part = tiling.part
@@ -229,8 +209,10 @@ class KernelEmitter:
         self.launch = tiling.launch
         self.name = name
         self.axes = {a.name: a for a in self.launch.axes}
-        if self.launch.kind == "pointwise" or tiling.unroll:
-            self.dims: tuple[str, ...] = ("y", "x") if "y" in self.axes else ("x",)
+        if tiling.walk:
+            self.dims: tuple[str, ...] = ("x",)  # rows are walked one at a time: yindex is a scalar
+        elif self.launch.kind == "pointwise" or tiling.unroll:
+            self.dims = ("y", "x") if "y" in self.axes else ("x",)
         else:
             self.dims = ("x", "r0_")
         self.idt = tiling.index_dtype
@@ -252,6 +234,13 @@ class KernelEmitter:
         if tiling.unroll:
             sizes["r0_"] = tiling.unroll  # digits of the reduce loops; bound to constants per point
         self.ctxs = {p.node.name: _NodeCtx(p, digits_of(p, sizes)) for p in self.launch.placements}
+        # Sliding windows (tiling.walk): the loads the walking loop emits, the plan of which take
+        # their value from another load's previous row, and the loop-carried variables.
+        self.cond_exprs: list[Expr] = []  # conditions of the enclosing masked values
+        self.window_loads: list[WindowLoad] = []
+        self.carry: Mapping[Key, Key] = carry if carry is not None else {}
+        self.carried: dict[Key, Val] = {}
+        self.row_loads: dict[Key, Val] = {}  # this row's value of each keyed load
         self.flats: dict[str, Flat] = {}
         for p in self.launch.placements:
             for seg in p.segments:
@@ -366,7 +355,20 @@ class KernelEmitter:
     def prologue(self) -> None:
         i64 = self.idt == DType.int64
         pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
-        if self.dims == ("y", "x") and self.t.grid_2d:
+        if self.t.walk:
+            cast = ".to(tl.int64)" if i64 else ""
+            xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
+            self.axis_val["x"] = self.emit(
+                "xoffset + tl.arange(0, XBLOCK)", [xoff], self.idt, name="xindex", axes=("x",)
+            )
+            # The band's first row, bound to yindex for the carried values' first row. A [1] tensor,
+            # not a 0-d scalar, like every other value (Triton's interpreter mishandles `&` of a
+            # 0-d boolean and a tensor).
+            dt = TL_DTYPE[self.idt]
+            self.y_first = self.emit(
+                f"tl.program_id(1){cast} * YBLOCK + tl.zeros([1], {dt})", [], self.idt, name="yoffset"
+            )
+        elif self.dims == ("y", "x") and self.t.grid_2d:
             cast = ".to(tl.int64)" if i64 else ""
             xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
             yoff = self.emit(f"tl.program_id(1){cast} * YBLOCK", [], self.idt, name="yoffset")
@@ -442,12 +444,12 @@ class KernelEmitter:
     def base_val(self, base: str) -> Val:
         if base == "r0_index" and self.t.unroll:
             return self.axis_val["r0_"]  # the unrolled reduction's current point, a literal
-        for a in self.dims:
-            if base == self.axes[a].index:
+        for a in self.axes:
+            if base == self.axes[a].index and a in self.axis_val:
                 return self.axis_val[a]
         # A segment flattened over several axes (no loop boundary at the split).
         names = base.removeprefix("flat_").split("_")
-        axes = [a for a in self.dims if a.rstrip("_") in names]
+        axes = [a for a in self.axes if a.rstrip("_") in names]
         inner = self.axes[axes[-1]]
         outer = self.axis_val[axes[0]]
         return self.emit(
@@ -469,8 +471,12 @@ class KernelEmitter:
             return Val(str(q), self.idt, const=q)
         if d.div == 1 and d.mod is None:
             return base
-        prefix = base.axes[0] if len(base.axes) == 1 else "x"
-        return self.emit(d.rhs(), [base], self.idt, prefix=prefix)
+        return self.emit(_digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base))
+
+    def _digit_prefix(self, base_name: str, base: Val) -> str:
+        if base_name == "yindex":
+            return "y"
+        return base.axes[0] if len(base.axes) == 1 else "x"
 
     # -- index expressions --------------------------------------------------------------------------
     def index(self, e: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
@@ -564,8 +570,7 @@ class KernelEmitter:
             return Val(str(q), self.idt, const=q)
         if d.div == 1 and d.mod is None:
             return base
-        prefix = base.axes[0] if len(base.axes) == 1 else "x"
-        return self.emit(d.rhs(), [base], self.idt, prefix=prefix)
+        return self.emit(_digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base))
 
     # -- loads ----------------------------------------------------------------------------------------
     def ptr(self, buffer: str) -> str:
@@ -579,6 +584,14 @@ class KernelEmitter:
         buf = self.graph.buffer(ld.buffer)
         mask_axes = self.union(idx.axes, *(c.axes for c in conds))
         masks = [self.mask_val[a] for a in mask_axes if a in self.mask_val] + list(conds)
+        in_row = bool(self.t.walk and self.loop is not None and max(d.level for d in (idx, *masks)))
+        key = prev = None
+        if in_row and ld.buffer not in self.launch.stores:
+            key = self.window_key(ld, ctx, 0)
+            prev = None if key is None else self.window_key(ld, ctx, -1)
+            if key is not None and key in self.carry:
+                self.window_loads.append(WindowLoad(key, prev))
+                return self.carried_load(ld, ctx, key, masks)
         addr = self.address(ld.buffer, idx, mask_axes)
         args = addr
         if masks:
@@ -603,7 +616,84 @@ class KernelEmitter:
                 out = self.from_storage(self.emit(rhs, deps, buf.dtype, axes=axes))
         if masks:
             self.zero_masked[out.text] = frozenset(m.text for m in masks)
+        if in_row:
+            self.window_loads.append(WindowLoad(key if key is not None else ("load", out.text), prev))
+            if key is not None:
+                self.row_loads.setdefault(key, out)
         return out
+
+    # -- sliding windows ----------------------------------------------------------------------------
+    def window_key(self, ld: Load, ctx: _NodeCtx, shift: int) -> Key | None:
+        r = self.axis_val.get("r0_")
+        kc = KeyContext(
+            ctx.digits,
+            ctx.ranges,
+            self.extents,
+            self.flats,
+            Walk("yindex", self.t.walk_period),
+            {"r0_index": int(r.const)} if r is not None and r.const is not None else {},
+        )
+        return load_key(ld.buffer, ld.index, tuple(self.cond_exprs), kc, shift)
+
+    def carried_load(self, ld: Load, ctx: _NodeCtx, key: Key, masks: list[Val]) -> Val:
+        """The value of a load that another load of the row before read: a loop-carried variable,
+        first loaded before the loop at the band's first row."""
+        hit = self.carried.get(key)
+        if hit is None:
+            row = self.axis_val["y"]
+            self.axis_val["y"] = self.y_first
+            saved = self.caches[1]
+            try:
+                conds = tuple(
+                    self.materialize(self.coerce(self.value(c, ctx, ()), DType.bool)) for c in self.cond_exprs
+                )
+                first = self.load(ld, ctx, conds)
+            finally:
+                self.axis_val["y"] = row
+                self.caches[1] = saved
+            name = self.fresh("win")
+            self.define(f"{name} = {first.text}", name, [first], level=0)
+            hit = Val(name, first.dtype, first.axes, 1, (name,))
+            self.carried[key] = hit
+            if masks:
+                self.zero_masked[name] = frozenset(m.text for m in masks)
+        self.row_loads.setdefault(key, hit)
+        return hit
+
+    def open_walk(self) -> None:
+        assert self.loop is None
+        self.loop = LoopBlock("for ywalk in range(YBLOCK):")
+        self.caches[1] = {}
+        step = Val("ywalk", DType.int32, (), 1, ())
+        self.axis_val["y"] = self.emit(
+            "yoffset + ywalk", [self.y_first, step], self.idt, name="yindex", axes=()
+        )
+
+    def close_walk(self) -> None:
+        """Each carried variable takes its source load's value of this row, in an order that reads
+        every carried variable before it is overwritten."""
+        names = {v.text for v in self.carried.values()}
+        updates: list[tuple[int, str, Val]] = []
+        for key, var in self.carried.items():
+            src = self.row_loads.get(self.carry[key])
+            if src is None:
+                raise CodegenError(
+                    f"plan kernel {self.launch.plan_kernel!r}: a sliding-window load has no source in the row"
+                )
+            depth, cur = 0, src
+            while cur.text in names:
+                depth += 1
+                nxt = next(self.carry[k] for k, v in self.carried.items() if v.text == cur.text)
+                cur = self.row_loads[nxt]
+                if depth > len(names):
+                    raise CodegenError("sliding-window carries form a cycle")
+            updates.append((depth, var.text, src))
+        for _, name, src in sorted(updates, key=lambda u: (-u[0], u[1])):
+            self.effect(f"{name} = {src.text}", [src], level=1)
+        assert self.loop is not None
+        self.top.append(self.loop)
+        self.loop = None
+        self.caches[1] = {}
 
     def address(self, buffer: str, idx: Val, axes: tuple[str, ...]) -> str:
         """`ptr + index`, widened to `axes` when the index alone has fewer (so that the pointer
@@ -704,7 +794,11 @@ class KernelEmitter:
         if c.literal:
             taken = e.body if c.const else e.other
             return self.coerce(self.value(taken, ctx, conds), res)
-        body = self.coerce(self.value(e.body, ctx, (*conds, c)), res)
+        self.cond_exprs.append(e.cond)
+        try:
+            body = self.coerce(self.value(e.body, ctx, (*conds, c)), res)
+        finally:
+            self.cond_exprs.pop()
         other = self.coerce(self.value(e.other, ctx, conds), res)
         if (
             other.literal
@@ -980,6 +1074,15 @@ class KernelEmitter:
                     self.pointwise(p)
             self.close_loop()
             return
+        if self.t.walk:
+            self.open_walk()
+            for p in ps:
+                if p.role == "reduction":
+                    self.reduction(p)
+                else:
+                    self.pointwise(p)
+            self.close_walk()
+            return
         if self.launch.kind == "pointwise" or self.t.persistent or self.t.unroll:
             for p in ps:
                 if p.role == "reduction":
@@ -1082,7 +1185,15 @@ class KernelEmitter:
             style = f"split reduction, part 1: {t.split} chunks of r, partial results"
         elif t.part == "finish":
             style = f"split reduction, part 2: combines {t.split} chunks, then the epilogue"
-        if t.unroll:
+        if t.walk:
+            row_keys = {ld.key for ld in self.window_loads}
+            style = (
+                f"sliding window, {t.walk} rows a program, {len(self.carried)} of {len(row_keys)} row loads "
+                "carried from the row before"
+            )
+            if t.unroll:
+                style = f"reduction unrolled over r0={t.unroll}, {style}"
+        elif t.unroll:
             tile = ", 2D tile (row index arithmetic per row)" if len(launch.axes) == 2 else ""
             style = f"reduction unrolled over r0={t.unroll}{tile}"
         elif t.row_split:
@@ -1114,9 +1225,22 @@ class KernelEmitter:
         return out
 
 
+def window_plan(graph: Graph, tiling: Tiling) -> tuple[dict[Key, Key], int]:
+    """A sliding-window tiling's carries (a load's key -> the key of the load whose previous row it
+    reads) and the number of distinct loads per row, from a dry run of the emitter."""
+    probe = KernelEmitter(graph, tiling, "probe")
+    probe.body()
+    return carry_plan(probe.window_loads), len({ld.key for ld in probe.window_loads})
+
+
 def config_text(c: LaunchConfig) -> str:
     blocks = ", ".join(f'"{k}": {v}' for k, v in c.blocks)
     return f"triton.Config({{{blocks}}}, num_warps={c.num_warps})"
+
+
+def _digit_text(d: Digit, base: str) -> str:
+    """`(base // div) % mod` over the text of the digit's base value (Digit.rhs over its name)."""
+    return replace(d, base=_paren(base)).rhs()
 
 
 def _paren(text: str) -> str:

@@ -42,6 +42,10 @@ class CodegenOptions:
     # H200 has 132 multiprocessors; 16 programs each keep enough loads in flight). 0: never.
     split_programs: int = 16 * 132
     split_min_r_blocks: int = 4  # each chunk covers at least this many R0_BLOCKs
+    # Sliding windows (see window_tilings): rows of at least `window_min_row` points, walked
+    # `window_band` rows (at most) per program; 0: never.
+    window_min_row: int = 256
+    window_band: int = 8
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class Tiling:
     split: int = 1  # chunks of a split reduction (1: not split)
     part: str = "whole"  # "whole" | "partial" (a split's chunks) | "finish" (combines the chunks)
     row_split: bool = False  # a 2D tile of rows (y) x a row's inner points (x): index arithmetic per row
+    walk: int = 0  # a sliding window: rows per program, walked in order (YBLOCK); 0: no walk
+    walk_period: int = 0  # bands of rows never cross a multiple of this many rows
 
     @property
     def transposed(self) -> bool:
@@ -72,7 +78,7 @@ class Tiling:
         return (
             self.launch.kind == "pointwise"
             and len(self.launch.axes) == 2
-            and not (self.unroll or self.row_split)
+            and not (self.unroll or self.row_split or self.walk)
         )
 
     @property
@@ -255,20 +261,9 @@ def _digit_split(launch: ComputeLaunch, numel: int, rnumel: int) -> int | None:
     The split s is the gcd of every divisor applied to the flat index: each `x // d` digit is then
     a digit of the row index alone (`y // (d / s)`); a bare `x % m` needs m | s (it falls on x).
     Only when the x tile keeps at least 16 points (a channels-last image: s = channels)."""
-    sizes = {"x": numel, "r0_": rnumel}
-    divs: set[int] = set()
-    mods: set[int] = set()
-    for p in launch.placements:
-        digits = digits_of(p, sizes)
-        for root in (p.node.store.index, p.node.value):
-            for e in walk(root):
-                d = digit_of(e, digits)
-                if d is None or d.base != "xindex":
-                    continue
-                if d.div > 1:
-                    divs.add(d.div)
-                elif d.mod is not None:
-                    mods.add(d.mod)
+    flat = _flat_digits(launch, numel, rnumel)
+    divs = {d.div for d in flat if d.div > 1}
+    mods = {d.mod for d in flat if d.div == 1 and d.mod is not None}
     if not divs:
         return None
     s = 0
@@ -277,6 +272,90 @@ def _digit_split(launch: ComputeLaunch, numel: int, rnumel: int) -> int | None:
     if s < 16 or s >= numel or numel % s or any(s % m for m in mods):
         return None
     return s
+
+
+def _flat_digits(launch: ComputeLaunch, numel: int, rnumel: int) -> set[Digit]:
+    """The digits `(x // div) % mod` of the flat index that a 1D launch's indices and values use."""
+    sizes = {"x": numel, "r0_": rnumel}
+    out: set[Digit] = set()
+    for p in launch.placements:
+        digits = digits_of(p, sizes)
+        for root in (p.node.store.index, p.node.value):
+            for e in walk(root):
+                d = digit_of(e, digits)
+                if d is not None and d.base == "xindex":
+                    out.add(d)
+    return out
+
+
+def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> list[Tiling]:
+    """Sliding-window tilings to try for a pointwise launch or a small reduction to unroll, best
+    first (the emitter keeps one only if enough loads of a row are carried from the row before:
+    `codegen.window`).
+
+    Rows: the flat index splits at a divisor s that its `//` digits use, so a row is one value of
+    the digits above s (an image row of a channels-last tensor, s = W * C). The tile is XBLOCK
+    points of a row (up to 1024, 2 KiB of bfloat16: 16-byte loads for 4 warps); a program walks
+    `band` consecutive rows. Bands are aligned to the period of the row digits (35 image rows),
+    the largest band up to `window_band` that divides it. On an H200, the hand-written form of
+    this kernel ran avgpool_cl at 69% of the copy bandwidth, against 57% for 2D tiles
+    (benchmarks/results/explore, rounds 3 and 4)."""
+    if (
+        not options.window_min_row
+        or not options.window_band
+        or launch.kind != "pointwise"
+        and (not _unrollable(launch, options))
+    ):
+        return []
+    if launch.kind == "pointwise" and len(launch.axes) != 1:
+        return []
+    numel = launch.axes[0].numel
+    rnumel = launch.axes[1].numel if launch.kind != "pointwise" else 1
+    flat = _flat_digits(launch, numel, rnumel)
+    out: list[Tiling] = []
+    for s in sorted({d.div for d in flat if d.div > 1}, reverse=True):
+        if s < options.window_min_row or s >= numel or numel % s:
+            continue
+        period = 0
+        ok = True
+        for d in flat:
+            if d.div >= s:
+                if d.div % s:
+                    ok = False  # a digit across the row boundary
+                    break
+                period = math.gcd(period, d.div // s if d.div > s else (d.mod or 0))
+            elif d.mod is not None and s % (d.div * d.mod):
+                ok = False
+                break
+        ynumel = numel // s
+        period = period or ynumel
+        band = max((b for b in range(2, options.window_band + 1) if period % b == 0), default=0)
+        if not ok or not band or ynumel % band or ynumel // band > GRID_Y_MAX:
+            continue
+        y, x = Axis("y", ynumel), Axis("x", s)
+        placements = []
+        for p in launch.placements:
+            segs = pointwise_segments(p.node, y, x)
+            if p.role == "reduction":
+                segs = (*segs, Segment(("r0_",), p.node.reduce))
+            placements.append(Placement(p.node, p.role, segs))
+        wl = launch.with_axes((y, x), tuple(placements))
+        xb = max(1, min(1024, options.max_xblock, next_power_of_2(s)))
+        cfg = LaunchConfig((("YBLOCK", band), ("XBLOCK", xb)), max(1, min(4, xb // 256)))
+        out.append(
+            Tiling(
+                wl,
+                False,
+                cfg,
+                (),
+                ("x",) if s % xb else (),
+                _index_dtype(graph, launch),
+                unroll=rnumel if launch.kind != "pointwise" else 0,
+                walk=band,
+                walk_period=period,
+            )
+        )
+    return out
 
 
 def _rows(launch: ComputeLaunch, s: int) -> ComputeLaunch:
@@ -443,8 +522,13 @@ def _configs_reduction(
 
 # -- split reductions -----------------------------------------------------------------------------
 def _splittable(launch: ComputeLaunch) -> bool:
-    """One r loop (no node inside it needs a finished reduction) and reductions whose partial
-    results combine with the same reduction (not argmax/argmin, which carry an index)."""
+    """One r loop (no node inside it needs a finished reduction), reductions whose partial
+    results combine with the same reduction (not argmax/argmin, which carry an index), and a
+    finished result something stores (else the finishing kernel would have nothing to do)."""
+    if not any(
+        p.role in ("reduction", "epilogue") and p.node.output in launch.stores for p in launch.placements
+    ):
+        return False
     produced = launch.producer()
     for p in launch.placements:
         if (

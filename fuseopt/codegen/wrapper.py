@@ -13,11 +13,12 @@ import builtins
 import keyword
 
 from fuseopt.codegen.common import TORCH_DTYPE
-from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, kernel_name
+from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, kernel_name, window_plan
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import HELPERS, helper_closure, helpers_used, library_rule
 from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
-from fuseopt.codegen.tiling import CodegenOptions, choose_tiling, finish_tiling
+from fuseopt.codegen.tiling import CodegenOptions, Tiling, choose_tiling, finish_tiling, window_tilings
+from fuseopt.codegen.window import Key
 from fuseopt.ir.graph import BufferInfo, Graph
 from fuseopt.plan import Plan
 
@@ -76,18 +77,30 @@ _FIXED_NAMES = frozenset(
 )
 
 
+def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tuple[Tiling, dict[Key, Key]]:
+    """A sliding window where at least a third of a row's loads come from the row before (and
+    at least one); else `choose_tiling`'s tile."""
+    for cand in window_tilings(graph, launch, options):
+        carry, loads = window_plan(graph, cand)
+        if carry and 3 * len(carry) >= loads:
+            return cand, carry
+    return choose_tiling(graph, launch, options), {}
+
+
 def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     schedule = build_schedule(graph, plan)
     kernels: list[EmittedKernel] = []
     emitted_for: list[list[EmittedKernel]] = []
     for launch in schedule.launches:
         if isinstance(launch, ComputeLaunch) and launch.stores:
-            tilings = [choose_tiling(graph, launch, options)]
-            if tilings[0].part == "partial":
-                tilings.append(finish_tiling(tilings[0], options))
+            first, carry = _tiling(graph, launch, options)
+            tilings = [first]
+            if first.part == "partial":
+                tilings.append(finish_tiling(first, options))
             group = []
             for tiling in tilings:
-                emitted = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels))).emit_kernel()
+                emitter = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels)), carry)
+                emitted = emitter.emit_kernel()
                 kernels.append(emitted)
                 group.append(emitted)
             emitted_for.append(group)

@@ -1,0 +1,203 @@
+"""Sliding-window kernels (fuseopt/codegen/window.py): random stencils run through the Triton
+interpreter against the reference, the loads carried from row to row counted independently, and
+the keys that must never match."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fuseopt.codegen import emit_module
+from fuseopt.codegen.indexing import Digit
+from fuseopt.codegen.window import KeyContext, Walk, WindowLoad, carry_plan, cond_key, index_key
+from fuseopt.io.load import load_text
+from fuseopt.ir.expr import Binary, Const, Load, Var
+from fuseopt.passes.pipeline import optimize
+from tests.strategies import WINDOW, check, graph, unfused_plan
+
+CARRIED = re.compile(r"sliding window, (\d+) rows a program, (\d+) of (\d+) row loads carried")
+
+
+def stencil_doc(
+    n: int, h: int, w: int, c: int, layout: str, offsets: list[tuple[int, int]], dtype: str, combine: str
+) -> dict[str, Any]:
+    """out[n, h, w, c] = combine over (dh, dw) of k * x[n, h + dh, w + dw, c] (zero outside the image),
+    x stored channels-last ("nhwc") or planar ("nchw")."""
+    if layout == "nhwc":
+        shape, loops = [n, h, w, c], [["n", n], ["h", h], ["w", w], ["c", c]]
+        sh, sw = w * c, c
+        base = f"c + {c}*w + {w * c}*h + {h * w * c}*n"
+    else:
+        shape, loops = [n, c, h, w], [["n", n], ["c", c], ["h", h], ["w", w]]
+        sh, sw = w, 1
+        base = f"w + {w}*h + {h * w}*c + {c * h * w}*n"
+    terms = []
+    for k, (dh, dw) in enumerate(offsets):
+        cond = f"(h + {dh} >= 0) & (h + {dh} < {h}) & (w + {dw} >= 0) & (w + {dw} < {w})"
+        off = dh * sh + dw * sw
+        load = f"x[{base} + {off}]" if off >= 0 else f"x[{base} - {-off}]"
+        term = f"masked({cond}, {load}, 0.0)"
+        terms.append(f"{k + 1}.0 * {term}" if combine == "sum" else term)
+    value = terms[0]
+    for t in terms[1:]:
+        value = f"{value} + {t}" if combine == "sum" else f"maximum({value}, {t})"
+    return {
+        "format": "fuseopt-graph/1",
+        "name": "stencil",
+        "buffers": {
+            "x": {"shape": shape, "dtype": dtype, "role": "input"},
+            "out": {"shape": shape, "dtype": dtype, "role": "output"},
+        },
+        "nodes": [{"name": "n0", "loops": loops, "store": f"out[{base}]", "value": value}],
+    }
+
+
+@st.composite
+def stencils(draw: st.DrawFn) -> dict[str, Any]:
+    if draw(st.booleans()):  # a rectangular window (pooling, convolution), maybe with holes
+        dh0, dw0 = draw(st.integers(-2, 0)), draw(st.integers(-2, 0))
+        kh, kw = draw(st.integers(2, 3)), draw(st.integers(1, 3))
+        full = [(dh0 + i, dw0 + j) for i in range(kh) for j in range(kw)]
+        keep = draw(
+            st.lists(st.sampled_from([True, True, True, False]), min_size=len(full), max_size=len(full))
+        )
+        offsets = [o for o, k in zip(full, keep, strict=True) if k] or full[:1]
+    else:
+        offsets = draw(
+            st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=6, unique=True)
+        )
+    return stencil_doc(
+        draw(st.integers(1, 2)),
+        draw(st.integers(2, 7)),
+        draw(st.integers(2, 5)),
+        draw(st.integers(1, 3)),
+        draw(st.sampled_from(["nhwc", "nchw"])),
+        offsets,
+        draw(st.sampled_from(["float32", "bfloat16"])),
+        draw(st.sampled_from(["sum", "max"])),
+    )
+
+
+def _offsets(doc: dict[str, Any]) -> list[tuple[int, int]]:
+    value = doc["nodes"][0]["value"]
+    return [
+        (int(a), int(b))
+        for a, b in re.findall(r"\(h \+ (-?\d+) >= 0\) & \(h \+ -?\d+ < \d+\) & \(w \+ (-?\d+)", value)
+    ]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stencils())
+def test_random_stencils_match_the_reference(doc: dict[str, Any]) -> None:
+    g = load_text(json.dumps(doc), "stencil.json")
+    offsets = _offsets(doc)
+    for plan_graph, plan in ((g, unfused_plan(g)), *((s.graph, s.plan) for s in [optimize(g)])):
+        src = check(plan_graph, plan, WINDOW)
+        m = CARRIED.search(src)
+        # Walking image rows (h), a load (dh, dw) reads what (dh + 1, dw) read one row earlier;
+        # the emitter takes that window when at least a third of the loads are carried. (It may
+        # instead walk w, or nothing, when walking h carries too few.)
+        by_h = sum((dh + 1, dw) in offsets for dh, dw in offsets)
+        if m is not None and int(m.group(1)) > 1 and "ywalk" in src:
+            carried, loads = int(m.group(2)), int(m.group(3))
+            assert loads == len(offsets)
+            assert 3 * carried >= loads and carried >= 1
+            by_w = sum((dh, dw + 1) in offsets for dh, dw in offsets)
+            assert carried in (by_h, by_w)
+        elif 3 * by_h >= len(offsets) and by_h:
+            raise AssertionError(f"walking h would carry {by_h} of {len(offsets)} loads; no window:\n{src}")
+
+
+def test_three_by_three_window_carries_six_of_nine_loads() -> None:
+    offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
+    for layout in ("nhwc", "nchw"):
+        g = load_text(json.dumps(stencil_doc(2, 6, 5, 3, layout, offsets, "float32", "sum")), "s.json")
+        src = check(g, unfused_plan(g), WINDOW)
+        m = CARRIED.search(src)
+        assert m is not None and (m.group(2), m.group(3)) == ("6", "9"), src
+        assert src.count("tl.load(") == 6 + 3  # six before the loop (the first row's), three a row
+        # carried values move down one row, each read before it is overwritten
+        assert re.search(r"win0 = win3\n\s+win1 = win4\n\s+win2 = win5\n\s+win3 = tmp\d+", src), src
+
+
+def test_no_window_without_overlap_between_rows() -> None:
+    """Pointwise kernels whose loads never meet again one row later keep their usual tile."""
+    g = load_text(
+        json.dumps(stencil_doc(2, 6, 5, 3, "nhwc", [(0, -1), (0, 1), (2, 0)], "float32", "sum")), "s.json"
+    )
+    src = check(g, unfused_plan(g), dataclasses.replace(WINDOW, window_band=8))
+    m = CARRIED.search(src)
+    # walking w carries (0, -1) from (0, 1)? no: (0, -1) needs (0, 0). Walking h: (2, 0) needs (3, 0).
+    assert m is None, src
+
+
+def test_windows_off_by_option() -> None:
+    offsets = [(dh, 0) for dh in (-1, 0, 1)]
+    g = load_text(json.dumps(stencil_doc(2, 6, 5, 3, "nhwc", offsets, "float32", "sum")), "s.json")
+    assert "sliding window" in emit_module(g, unfused_plan(g), options=WINDOW)
+    off = dataclasses.replace(WINDOW, window_min_row=0)
+    assert "sliding window" not in emit_module(g, unfused_plan(g), options=off)
+
+
+def test_unrolled_pooling_window_and_bands_aligned_to_the_image() -> None:
+    """avg_pool2d as a 9-point reduction (unrolled): walked over h in bands that divide H, so a band
+    never runs from one image into the next."""
+    from benchmarks.workloads import WORKLOADS
+
+    for h, band in ((6, 6), (7, 7), (4, 4), (9, 3)):
+        doc, _ = WORKLOADS["avgpool_cl"](n=2, c=4, h=h, w=3)
+        g = load_text(json.dumps(doc), "pool.json")
+        stage = optimize(g)
+        src = check(stage.graph, stage.plan, WINDOW)
+        m = CARRIED.search(src)
+        assert m is not None and int(m.group(1)) == band and m.group(2) == "6", src
+
+
+# -- keys -------------------------------------------------------------------------------------------
+def _kc(period: int, digits: dict[str, Digit | None]) -> KeyContext:
+    return KeyContext(digits, {"v": 10**6}, {"yindex": 64, "xindex": 16}, {}, Walk("yindex", period), {})
+
+
+def test_keys_shift_the_row_digit() -> None:
+    v = Var("v")
+    kc = _kc(8, {"v": Digit("yindex", 1, None)})
+    assert index_key(Binary("add", Binary("mul", Const(16), v), Const(16)), kc, -1) == index_key(
+        Binary("mul", Const(16), v), kc, 0
+    )
+    # (y + 1) % 8 == y % 8 + 1 inside a band aligned to 8 rows
+    kc8 = _kc(8, {"v": Digit("yindex", 1, 8)})
+    assert index_key(Binary("add", v, Const(1)), kc8, -1) == index_key(v, kc8, 0)
+
+
+def test_keys_refuse_row_digits_that_wrap_inside_a_band() -> None:
+    kc = _kc(8, {"v": Digit("yindex", 1, 6)})  # y % 6 wraps inside a band of 8 rows
+    assert index_key(Var("v"), kc, 0) is None
+    kc = _kc(8, {"v": Digit("yindex", 4, None)})  # y // 4 changes inside a band of 8 rows
+    assert index_key(Var("v"), kc, 0) is None
+    kc = _kc(4, {"v": Digit("yindex", 8, None)})  # y // 8 is constant inside a band of 4 rows
+    assert index_key(Var("v"), kc, 0) == index_key(Var("v"), kc, 1)
+
+
+def test_keys_refuse_loads_inside_masks() -> None:
+    kc = _kc(8, {"v": Digit("yindex", 1, None)})
+    cond = Binary("gt", Load("m", Var("v")), Const(0))
+    assert cond_key(cond, kc, 0) is None
+
+
+def test_carry_plan_pairs_each_load_with_the_row_before() -> None:
+    a, b, c = ("x", 1), ("x", 2), ("x", 3)
+    # b at row y is a at row y - 1; c at row y is b at row y - 1
+    plan = carry_plan([WindowLoad(a, b), WindowLoad(b, c), WindowLoad(c, None)])
+    assert plan == {b: a, c: b}
+    assert carry_plan([WindowLoad(("load", "tmp1"), None)]) == {}
+
+
+def test_window_source_is_deterministic() -> None:
+    offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
+    g = graph(json.dumps(stencil_doc(2, 6, 5, 3, "nhwc", offsets, "bfloat16", "max")))
+    assert emit_module(g, unfused_plan(g), options=WINDOW) == emit_module(g, unfused_plan(g), options=WINDOW)
