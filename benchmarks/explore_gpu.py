@@ -11,13 +11,23 @@
                               # rows, not checked), sliding-window pooling with prefetch
     ROUND=5 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl   # fuseopt's window kernel
                                                                     # relaunched with other blocks
+    ROUND=6 COMPILE=0 python benchmarks/explore_gpu.py layernorm_t,softmax_bias_t  # TMA loads
+    ROUND=7 COMPILE=0 python benchmarks/explore_gpu.py tsum,three_layouts_mean
+                              # each kernel of a split alone (DIAG); tsum in one launch, the last
+                              # program of a tile finishing it
+    ROUND=8 python benchmarks/explore_gpu.py apbt,tsum,three_layouts_mean
+                              # fuseopt's source edited: store/load hints and tiles (apbt), the
+                              # finishing kernel's tile (splits)
+    ROUND=9 COMPILE=0 python benchmarks/explore_gpu.py tsum,avgpool_cl
+                              # torch's reductions over tsum's bytes (the read ceiling at this
+                              # size); pooling windows carrying loads vs carrying row sums
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-5 of 2026-11-29, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-9 of 2026-11-29, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 
@@ -1243,6 +1253,342 @@ def pool5_variants(st, N, C, H, W):
 
 if os.environ.get("ROUND") == "5":
     pool_variants = pool5_variants  # noqa
+
+
+@triton.jit
+def sm6_k(xd, bias, out, C: tl.constexpr, XB: tl.constexpr, RB: tl.constexpr):
+    # TMA: four [RB, XB] boxes of xt's storage ([C, R], rows contiguous) per program, the
+    # program's XB rows of the softmax as columns; stores along each output row (C contiguous)
+    xo = tl.program_id(0) * XB
+    xi = xo + tl.arange(0, XB)[None, :]
+    r = tl.arange(0, RB)[:, None]
+    v0 = xd.load([0, xo]) + tl.load(bias + r)
+    v1 = xd.load([RB, xo]) + tl.load(bias + RB + r)
+    v2 = xd.load([2 * RB, xo]) + tl.load(bias + 2 * RB + r)
+    v3 = xd.load([3 * RB, xo]) + tl.load(bias + 3 * RB + r)
+    m = tl.maximum(tl.maximum(tl.max(v0, 0), tl.max(v1, 0)), tl.maximum(tl.max(v2, 0), tl.max(v3, 0)))[
+        None, :
+    ]
+    e0 = tl.exp(v0 - m)
+    e1 = tl.exp(v1 - m)
+    e2 = tl.exp(v2 - m)
+    e3 = tl.exp(v3 - m)
+    ssum = (tl.sum(e0, 0) + tl.sum(e1, 0) + tl.sum(e2, 0) + tl.sum(e3, 0))[None, :]
+    tl.store(out + xi * C + r, e0 / ssum)
+    tl.store(out + xi * C + RB + r, e1 / ssum)
+    tl.store(out + xi * C + 2 * RB + r, e2 / ssum)
+    tl.store(out + xi * C + 3 * RB + r, e3 / ssum)
+
+
+@triton.jit
+def ln6_k(xd, w, b, out, C: tl.constexpr, XB: tl.constexpr, RB: tl.constexpr):
+    xo = tl.program_id(0) * XB
+    xi = xo + tl.arange(0, XB)[None, :]
+    r = tl.arange(0, RB)[:, None]
+    v0 = xd.load([0, xo])
+    v1 = xd.load([RB, xo])
+    v2 = xd.load([2 * RB, xo])
+    v3 = xd.load([3 * RB, xo])
+    mean = ((tl.sum(v0, 0) + tl.sum(v1, 0) + tl.sum(v2, 0) + tl.sum(v3, 0)) / C)[None, :]
+    d0 = v0 - mean
+    d1 = v1 - mean
+    d2 = v2 - mean
+    d3 = v3 - mean
+    var = (tl.sum(d0 * d0, 0) + tl.sum(d1 * d1, 0) + tl.sum(d2 * d2, 0) + tl.sum(d3 * d3, 0)) / C
+    rstd = tl.rsqrt(var + 1e-5)[None, :]
+    tl.store(out + xi * C + r, d0 * rstd * tl.load(w + r) + tl.load(b + r))
+    tl.store(out + xi * C + RB + r, d1 * rstd * tl.load(w + RB + r) + tl.load(b + RB + r))
+    tl.store(out + xi * C + 2 * RB + r, d2 * rstd * tl.load(w + 2 * RB + r) + tl.load(b + 2 * RB + r))
+    tl.store(out + xi * C + 3 * RB + r, d3 * rstd * tl.load(w + 3 * RB + r) + tl.load(b + 3 * RB + r))
+
+
+def _tma_alloc():
+    def alloc(size, align, stream):
+        return torch.empty(size, dtype=torch.int8, device=DEV)
+
+    triton.set_allocator(alloc)
+
+
+def sm6_variants(st, R, C):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    _tma_alloc()
+    x, bias = st["x"], st["bias"]
+    out = torch.empty(R * C, device=x.device)
+    vs = {}
+    rb = C // 4
+    for xb, nw in [(16, 8), (16, 4), (8, 4), (32, 8), (8, 8), (32, 16)]:
+        xb = min(xb, R)
+        xd = TensorDescriptor.from_tensor(x.view(C, R), [rb, xb])
+        vs[f"tma {xb}x{C} w{nw}"] = lambda xb=xb, nw=nw, xd=xd: sm6_k[(R // xb,)](
+            xd, bias, out, C, xb, rb, num_warps=nw
+        )
+    return vs, lambda: {"out": out}
+
+
+def ln6_variants(st, R, C):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    _tma_alloc()
+    x, w, b = st["x"], st["w"], st["b"]
+    out = torch.empty(R * C, device=x.device)
+    vs = {}
+    rb = C // 4
+    for xb, nw in [(16, 8), (16, 4), (8, 4), (32, 8), (8, 8), (32, 16)]:
+        xb = min(xb, R)
+        xd = TensorDescriptor.from_tensor(x.view(C, R), [rb, xb])
+        vs[f"tma {xb}x{C} w{nw}"] = lambda xb=xb, nw=nw, xd=xd: ln6_k[(R // xb,)](
+            xd, w, b, out, C, xb, rb, num_warps=nw
+        )
+    return vs, lambda: {"out": out}
+
+
+if os.environ.get("ROUND") == "6":
+    sm_variants = sm6_variants  # noqa
+    ln_variants = ln6_variants  # noqa
+
+
+class _NoLaunch:
+    """Stands in for a kernel in a generated module: launches nothing."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+def _parts(name, st, sz):
+    """fuseopt's module for the workload with each of its kernels dropped in turn: the time of the
+    other kernel alone (DIAG rows: outputs incomplete, not checked)."""
+    import re
+
+    from fuseopt.runtime.module import load_module
+
+    doc, _ = WORKLOADS[name](**sz)
+    stage = optimize(load_text(json.dumps(doc), f"{name}.json"))
+    src = emit_module(stage.graph, stage.plan)
+    kernels = re.findall(r"^def (triton_\w+)\(", src, flags=re.M)
+    vs = {}
+    res = {}
+    for keep in kernels:
+        m = load_module(src)
+        for k in kernels:
+            if k != keep:
+                setattr(m, k, _NoLaunch())
+        vs[f"DIAG only {keep}"] = lambda m=m: res.update(m.call(st))
+    return vs, lambda: res
+
+
+@triton.jit
+def tsum7_last(
+    x,
+    y,
+    part,
+    cnt,
+    out,
+    R: tl.constexpr,
+    C: tl.constexpr,
+    XB: tl.constexpr,
+    RB: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
+    # split reduction in one launch: each program stores its chunk's partial sums, then counts
+    # itself in; the last program of an x tile combines the chunks in a fixed order and resets
+    # the counter (deterministic: the combination never depends on which program is last)
+    xt = tl.program_id(0)
+    xo = xt * XB
+    sp = tl.program_id(1)
+    CH: tl.constexpr = C // SPLIT
+    xi = xo + tl.arange(0, XB)[:, None]
+    rb = tl.arange(0, RB)[None, :]
+    acc = tl.zeros([XB, RB], tl.float32)
+    for r0 in range(sp * CH, sp * CH + CH, RB):
+        ri = r0 + rb
+        acc += tl.load(x + (xi * C + ri)) * 2.0 + tl.load(y + (xi + R * ri))
+    tl.store(part + sp * R + xo + tl.arange(0, XB), tl.sum(acc, 1))
+    n = tl.atomic_add(cnt + xt, 1, sem="acq_rel")
+    if n == SPLIT - 1:
+        v = tl.load(
+            part + tl.arange(0, SPLIT)[:, None] * R + xo + tl.arange(0, XB)[None, :], cache_modifier=".cg"
+        )
+        tl.store(out + xo + tl.arange(0, XB), tl.sum(v, 0))
+        tl.atomic_xchg(cnt + xt, 0)
+
+
+def tsum7_variants(st, R, C):
+    vs, outs = _parts("tsum", st, {"rows": R, "cols": C})
+    x, y = st["x"], st["y"]
+    out = torch.empty(R, device=x.device)
+    for xb, rb, split, w in [(32, 128, 16, 8), (32, 128, 8, 8), (64, 64, 16, 8)]:
+        xb, rb = min(xb, R), min(rb, C // split)
+        if C % (split * rb) or R % xb:
+            continue
+        part = torch.empty(split * R, device=x.device)
+        cnt = torch.zeros(R // xb, dtype=torch.int32, device=x.device)
+        vs[f"last-finishes split{split} {xb}x{rb} w{w}"] = (
+            lambda xb=xb, rb=rb, split=split, w=w, part=part, cnt=cnt: tsum7_last[(R // xb, split)](
+                x, y, part, cnt, out, R, C, xb, rb, split, num_warps=w
+            )
+        )
+    return vs, lambda: {"out": out}
+
+
+def tlm7_variants(st, R, C, P):
+    return _parts("three_layouts_mean", st, {"rows": R, "cols": C, "pad": P - C})
+
+
+if os.environ.get("ROUND") == "7":
+    tsum_variants = tsum7_variants  # noqa
+    tlm_variants = tlm7_variants  # noqa
+
+
+def _patched(name, st, sz, variants):
+    """fuseopt's module for the workload with its source edited: label -> [(regex, replacement)]."""
+    import re
+
+    from fuseopt.runtime.module import load_module
+
+    doc, _ = WORKLOADS[name](**sz)
+    stage = optimize(load_text(json.dumps(doc), f"{name}.json"))
+    src = emit_module(stage.graph, stage.plan)
+    vs = {}
+    res = {}
+    for label, edits in variants.items():
+        new = src
+        for pattern, repl in edits:
+            new, n = re.subn(pattern, repl, new)
+            if not n:
+                print(f"{name}: {label}: the source has no match for {pattern!r}; skipped", flush=True)
+                new = None
+                break
+        if new is None:
+            continue
+        m = load_module(new)
+        vs[label] = lambda m=m: res.update(m.call(st))
+    return vs, lambda: res
+
+
+def _finisher_edits(kernel_suffix, xnumel, chunks):
+    out = {}
+    for xb, nw in [(256, 4), (128, 4), (64, 2), (64, 4), (32, 1), (32, 2), (16, 1)]:
+        xb = min(xb, 1 << (xnumel - 1).bit_length())
+        grid = -(-xnumel // xb)
+        out[f"finish x{xb} w{nw}"] = [
+            (
+                rf"(_{kernel_suffix}\[\()\d+(,\)\]\((?:[^)]|\n)*?)XBLOCK=\d+(, R0_BLOCK=\d+, )num_warps=\d+",
+                rf"\g<1>{grid}\g<2>XBLOCK={xb}\g<3>num_warps={nw}",
+            )
+        ]
+    return out
+
+
+def tsum8_variants(st, R, C):
+    return _patched("tsum", st, {"rows": R, "cols": C}, _finisher_edits("sum_1", R, 16))
+
+
+def tlm8_variants(st, R, C, P):
+    return _patched(
+        "three_layouts_mean", st, {"rows": R, "cols": C, "pad": P - C}, _finisher_edits("div_1", C, 16)
+    )
+
+
+def apbt8_variants(st, R, C):
+    store = r"tl\.store\((buf\w+_ptr \+ \(8192 \* yindex \+ xindex\)|\w+_ptr \+ \([^,]*\)), (tmp\d+)\)"
+    xload = r'(tl\.load\(x_ptr \+ \([^)]*\)), eviction_policy="evict_last"\)'
+    launch = r"\[\(\d+, \d+\)\]\((.*)YBLOCK=\d+, XBLOCK=\d+, num_warps=\d+\)"
+    edits = {
+        "store .cs": [(store, r'tl.store(\1, \2, cache_modifier=".cs")')],
+        "store evict_first": [(store, r'tl.store(\1, \2, eviction_policy="evict_first")')],
+        "x load plain": [(xload, r"\1)")],
+        "x load plain, store .cs": [(xload, r"\1)"), (store, r'tl.store(\1, \2, cache_modifier=".cs")')],
+    }
+    for yb, xb, nw in [(64, 64, 4), (32, 128, 4), (128, 128, 8), (32, 64, 4)]:
+        if R % yb == 0 and C % xb == 0:  # the kernel has no masks
+            edits[f"tile {yb}x{xb} w{nw}"] = [
+                (launch, rf"[({C // xb}, {R // yb})](\1YBLOCK={yb}, XBLOCK={xb}, num_warps={nw})")
+            ]
+    return _patched("apbt", st, {"rows": R, "cols": C}, edits)
+
+
+if os.environ.get("ROUND") == "8":
+    tsum_variants = tsum8_variants  # noqa
+    tlm_variants = tlm8_variants  # noqa
+    apbt_variants = apbt8_variants  # noqa
+
+
+def tsum9_variants(st, R, C):
+    """The read ceiling at this size: torch's own reductions over the same bytes (DIAG, unchecked)."""
+    x, y = st["x"], st["y"]
+    xv, yv = x.view(R, C), y.view(C, R)
+    both = torch.cat([x, y])
+    return {
+        "DIAG torch x.sum(-1) (128 MiB)": lambda: xv.sum(-1),
+        "DIAG torch ys.sum(0) (128 MiB)": lambda: yv.sum(0),
+        "DIAG torch sum of 256 MiB": lambda: both.sum(),
+        "DIAG torch x.sum(-1) + ys.sum(0)": lambda: xv.sum(-1) * 2 + yv.sum(0),
+    }, lambda: {}
+
+
+@triton.jit
+def pool9_carry6(
+    x, out, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, JB: tl.constexpr, BAND: tl.constexpr
+):
+    # pool_band, but carrying the six loads of the two previous rows (as fuseopt's window kernel
+    # does) instead of two horizontal sums: the cost of carrying loads rather than partial sums
+    RL: tl.constexpr = W * C
+    n = tl.program_id(1)
+    h0 = tl.program_id(2) * BAND
+    j = tl.program_id(0) * JB + tl.arange(0, JB)
+    jm = j < RL
+    w = j // C
+    ml = jm & (w >= 1)
+    mr = jm & (w < W - 1)
+    img = x + n * H * RL
+    oimg = out + n * H * RL
+    a0, l0, r0 = _hrow(img, h0 - 1, j, jm, ml, mr, C, H, RL)
+    a1, l1, r1 = _hrow(img, h0, j, jm, ml, mr, C, H, RL)
+    a0 = a0.to(tl.float32)
+    l0 = l0.to(tl.float32)
+    r0 = r0.to(tl.float32)
+    a1 = a1.to(tl.float32)
+    l1 = l1.to(tl.float32)
+    r1 = r1.to(tl.float32)
+    for k in range(BAND):
+        h = h0 + k
+        a2, l2, r2 = _hrow(img, h + 1, j, jm, ml, mr, C, H, RL)
+        a2 = a2.to(tl.float32)
+        l2 = l2.to(tl.float32)
+        r2 = r2.to(tl.float32)
+        acc = l0 + a0 + r0 + l1 + a1 + r1 + l2 + a2 + r2
+        o = tl.maximum(acc.to(tl.bfloat16).to(tl.float32) / 9.0, 0.0)
+        tl.store(oimg + h * RL + j, o.to(tl.bfloat16), jm & ((h + j * 0) < H))
+        a0 = a1
+        l0 = l1
+        r0 = r1
+        a1 = a2
+        l1 = l2
+        r1 = r2
+
+
+def pool9_variants(st, N, C, H, W):
+    x = st["x"]
+    out = torch.empty_like(x)
+    vs = {}
+    for jb, nw, band in [(1024, 4, 7), (1024, 4, 5), (512, 2, 7)]:
+        band = min(band, H)
+        if H % band:
+            continue
+        grid = (triton.cdiv(W * C, jb), N, H // band)
+        vs[f"band {jb} w{nw} b{band}"] = lambda jb=jb, nw=nw, band=band, grid=grid: pool_band[grid](
+            x, out, C, H, W, jb, band, num_warps=nw
+        )
+        vs[f"carry6 {jb} w{nw} b{band}"] = lambda jb=jb, nw=nw, band=band, grid=grid: pool9_carry6[grid](
+            x, out, C, H, W, jb, band, num_warps=nw
+        )
+    return vs, lambda: {"out": out}
+
+
+if os.environ.get("ROUND") == "9":
+    tsum_variants = tsum9_variants  # noqa
+    pool_variants = pool9_variants  # noqa
 
 
 def variants(name, st, sz):
