@@ -201,3 +201,18 @@ def test_window_source_is_deterministic() -> None:
     offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
     g = graph(json.dumps(stencil_doc(2, 6, 5, 3, "nhwc", offsets, "bfloat16", "max")))
     assert emit_module(g, unfused_plan(g), options=WINDOW) == emit_module(g, unfused_plan(g), options=WINDOW)
+
+
+def test_window_autotune_configs() -> None:
+    """--autotune: the band and tile vary over whole bands that divide the rows' period."""
+    from benchmarks.workloads import WORKLOADS
+    from fuseopt.runtime.module import load_module
+
+    doc, _ = WORKLOADS["avgpool_cl"](n=2, c=8, h=6, w=5)
+    stage = optimize(load_text(json.dumps(doc), "pool.json"))
+    src = emit_module(stage.graph, stage.plan, options=dataclasses.replace(WINDOW, autotune=True))
+    assert "sliding window, 6/3 (autotuned) rows a program" in src
+    assert 'triton.Config({"YBLOCK": 6, "XBLOCK": 8}, num_warps=1)' in src
+    assert 'triton.Config({"YBLOCK": 3, "XBLOCK": 8}, num_warps=1)' in src
+    assert '[_grid({"XBLOCK": 40}, {"YBLOCK": 12})](' in src
+    load_module(src)  # decorating needs no driver; running autotune does (GPU only)

@@ -356,6 +356,8 @@ class KernelEmitter:
         i64 = self.idt == DType.int64
         pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
         if self.t.walk:
+            # window_tilings: bands within the grid's y dimension, whole bands only (no row mask)
+            assert self.t.grid_2d and "y" not in self.t.masked
             cast = ".to(tl.int64)" if i64 else ""
             xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
             self.axis_val["x"] = self.emit(
@@ -640,9 +642,10 @@ class KernelEmitter:
         first loaded before the loop at the band's first row."""
         hit = self.carried.get(key)
         if hit is None:
+            # The first row's value: the same load with yindex bound to the band's first row (its
+            # statements depend on nothing inside the loop, so they land before it).
             row = self.axis_val["y"]
             self.axis_val["y"] = self.y_first
-            saved = self.caches[1]
             try:
                 conds = tuple(
                     self.materialize(self.coerce(self.value(c, ctx, ()), DType.bool)) for c in self.cond_exprs
@@ -650,7 +653,6 @@ class KernelEmitter:
                 first = self.load(ld, ctx, conds)
             finally:
                 self.axis_val["y"] = row
-                self.caches[1] = saved
             name = self.fresh("win")
             self.define(f"{name} = {first.text}", name, [first], level=0)
             hit = Val(name, first.dtype, first.axes, 1, (name,))
@@ -1187,8 +1189,10 @@ class KernelEmitter:
             style = f"split reduction, part 2: combines {t.split} chunks, then the epilogue"
         if t.walk:
             row_keys = {ld.key for ld in self.window_loads}
+            bands = sorted({c.block("YBLOCK") for c in t.configs}, reverse=True)
+            rows = "/".join(map(str, bands)) + (" (autotuned)" if t.autotune else "")
             style = (
-                f"sliding window, {t.walk} rows a program, {len(self.carried)} of {len(row_keys)} row loads "
+                f"sliding window, {rows} rows a program, {len(self.carried)} of {len(row_keys)} row loads "
                 "carried from the row before"
             )
             if t.unroll:

@@ -290,22 +290,19 @@ def _flat_digits(launch: ComputeLaunch, numel: int, rnumel: int) -> set[Digit]:
 
 def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> list[Tiling]:
     """Sliding-window tilings to try for a pointwise launch or a small reduction to unroll, best
-    first (the emitter keeps one only if enough loads of a row are carried from the row before:
-    `codegen.window`).
+    first (`codegen.wrapper` keeps the first whose dry run carries enough of a row's loads from
+    the row before: `codegen.window`).
 
     Rows: the flat index splits at a divisor s that its `//` digits use, so a row is one value of
     the digits above s (an image row of a channels-last tensor, s = W * C). The tile is XBLOCK
     points of a row (up to 1024, 2 KiB of bfloat16: 16-byte loads for 4 warps); a program walks
     `band` consecutive rows. Bands are aligned to the period of the row digits (35 image rows),
     the largest band up to `window_band` that divides it. On an H200, the hand-written form of
-    this kernel ran avgpool_cl at 69% of the copy bandwidth, against 57% for 2D tiles
-    (benchmarks/results/explore, rounds 3 and 4)."""
-    if (
-        not options.window_min_row
-        or not options.window_band
-        or launch.kind != "pointwise"
-        and (not _unrollable(launch, options))
-    ):
+    this kernel ran avgpool_cl at 69% of the copy bandwidth, against 57% for 2D tiles; the
+    generated one runs at 62-63% (it carries loads, not partial sums: benchmarks/results)."""
+    if not (options.window_min_row and options.window_band):
+        return []
+    if launch.kind != "pointwise" and not _unrollable(launch, options):
         return []
     if launch.kind == "pointwise" and len(launch.axes) != 1:
         return []
@@ -340,15 +337,31 @@ def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions)
                 segs = (*segs, Segment(("r0_",), p.node.reduce))
             placements.append(Placement(p.node, p.role, segs))
         wl = launch.with_axes((y, x), tuple(placements))
-        xb = max(1, min(1024, options.max_xblock, next_power_of_2(s)))
-        cfg = LaunchConfig((("YBLOCK", band), ("XBLOCK", xb)), max(1, min(4, xb // 256)))
+
+        def cfg(b: int, xb: int, nw: int, row: int = s) -> LaunchConfig:
+            xb = max(1, min(xb, options.max_xblock, next_power_of_2(row)))
+            return LaunchConfig((("YBLOCK", b), ("XBLOCK", xb)), max(1, min(nw, xb // 256)))
+
+        # 1024 points and 4 warps: 0.0451 ms on avgpool_cl, against 0.0452 for 512 points and 2
+        # warps, 0.0519 for 2048 and 8, 0.0468 for 8 warps (benchmarks/results/explore round 5).
+        default = cfg(band, 1024, 4)
+        fewer = max((b for b in range(2, band) if period % b == 0), default=band)
+        cands = (
+            tuple(
+                c
+                for c in _unique(default, [cfg(band, 512, 2), cfg(fewer, 1024, 4)])
+                if ynumel % c.block("YBLOCK") == 0 and ynumel // c.block("YBLOCK") <= GRID_Y_MAX
+            )
+            if options.autotune
+            else ()
+        )
         out.append(
             Tiling(
                 wl,
                 False,
-                cfg,
-                (),
-                ("x",) if s % xb else (),
+                default,
+                cands,
+                _masked(wl, cands or (default,)),
                 _index_dtype(graph, launch),
                 unroll=rnumel if launch.kind != "pointwise" else 0,
                 walk=band,
