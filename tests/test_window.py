@@ -83,6 +83,70 @@ def stencils(draw: st.DrawFn) -> dict[str, Any]:
     )
 
 
+def window_reduce_doc(
+    n: int, h: int, w: int, c: int, layout: str, kh: int, kw: int, dh0: int, dw0: int, dtype: str, op: str
+) -> dict[str, Any]:
+    """out[n, h, w, c] = op over a kh x kw window at offset (dh0, dw0) of x (zero outside the
+    image): a reduction over two reduce loops, unrolled by the generator."""
+    doc = stencil_doc(n, h, w, c, layout, [(0, 0)], dtype, "sum")
+    node = doc["nodes"][0]
+    sh, sw = (w * c, c) if layout == "nhwc" else (w, 1)
+    base = node["store"][len("out[") : -1]
+    cond = f"(h + r0 + {dh0} >= 0) & (h + r0 + {dh0} < {h}) & (w + r1 + {dw0} >= 0) & (w + r1 + {dw0} < {w})"
+    off = sh * dh0 + sw * dw0
+    idx = f"{base} + {sh}*r0 + {sw}*r1 + {off}" if off >= 0 else f"{base} + {sh}*r0 + {sw}*r1 - {-off}"
+    node["reduce"] = [["r0", kh], ["r1", kw]]
+    node["value"] = f"{op}(masked({cond}, x[{idx}], 0.0))"
+    return doc
+
+
+@st.composite
+def window_reductions(draw: st.DrawFn) -> tuple[dict[str, Any], int, int]:
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    doc = window_reduce_doc(
+        draw(st.integers(1, 2)),
+        draw(st.integers(2, 6)),
+        draw(st.integers(2, 5)),
+        draw(st.integers(1, 3)),
+        draw(st.sampled_from(["nhwc", "nchw"])),
+        kh,
+        kw,
+        draw(st.integers(-2, 0)),
+        draw(st.integers(-2, 0)),
+        draw(st.sampled_from(["float32", "bfloat16"])),
+        draw(st.sampled_from(["sum", "max", "min"])),
+    )
+    return doc, kh, kw
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window_reductions())
+def test_random_window_reductions_match_the_reference(case: tuple[dict[str, Any], int, int]) -> None:
+    """Unrolled window reductions: each row of the window combined on its own, the rows' partial
+    results carried down (a valid order for a reduction)."""
+    doc, kh, kw = case
+    g = load_text(json.dumps(doc), "window.json")
+    src = check(g, unfused_plan(g), WINDOW)
+    m = CARRIED.search(src)
+    if m is not None:
+        # walking image rows, kh - 1 rows of kw points come from the row before; walking
+        # columns (w), kw - 1 columns of kh points
+        walks = {((kh - 1) * kw, kh * kw), (kh * (kw - 1), kh * kw)}
+        assert (int(m.group(2)), int(m.group(3))) in walks, src
+    elif kh >= 2:
+        raise AssertionError(f"a {kh}x{kw} window and no sliding window:\n{src}")
+
+
+def test_window_reduction_carries_row_sums() -> None:
+    """A 3x3 sum carries two row sums (not six loads): three loads and two adds per row."""
+    g = load_text(json.dumps(window_reduce_doc(2, 6, 5, 3, "nhwc", 3, 3, -1, -1, "float32", "sum")), "w.json")
+    src = check(g, unfused_plan(g), WINDOW)
+    assert CARRIED.search(src) is not None
+    loop = src[src.index("for ywalk in range(YBLOCK):") :]
+    assert loop.count("tl.load(") == 3
+    assert re.search(r"win1 = win0\n\s+win0 = tmp\d+", loop), loop
+
+
 def _offsets(doc: dict[str, Any]) -> list[tuple[int, int]]:
     value = doc["nodes"][0]["value"]
     return [

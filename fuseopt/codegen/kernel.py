@@ -26,7 +26,17 @@ from fuseopt.codegen.rules import (
 )
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base, digits_of
 from fuseopt.codegen.tiling import LaunchConfig, Tiling
-from fuseopt.codegen.window import Key, KeyContext, Walk, WindowLoad, carry_plan, index_ops, load_key
+from fuseopt.codegen.window import (
+    Key,
+    KeyContext,
+    Walk,
+    WindowLoad,
+    carry_plan,
+    index_ops,
+    load_key,
+    row_groups,
+    value_key,
+)
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
 from fuseopt.ir.expr import (
@@ -241,6 +251,10 @@ class KernelEmitter:
         self.carry: Mapping[Key, Key] = carry if carry is not None else {}
         self.carried: dict[Key, Val] = {}
         self.row_loads: dict[Key, Val] = {}  # this row's value of each keyed load
+        # an unrolled reduction's rows of points carried as partial results: (rows back, the
+        # carried variable, the value it takes at the end of a row); points not recomputed
+        self.partial_updates: list[tuple[int, str, Val]] = []
+        self.carried_points = 0
         self.flats: dict[str, Flat] = {}
         for p in self.launch.placements:
             for seg in p.segments:
@@ -662,6 +676,12 @@ class KernelEmitter:
         self.row_loads.setdefault(key, hit)
         return hit
 
+    def window_counts(self) -> tuple[int, int]:
+        """(values a row takes from the row before, values a row needs): loads carried plus
+        reduction points carried in partial results, over distinct loads plus those points."""
+        loads = len({ld.key for ld in self.window_loads})
+        return len(self.carried) + self.carried_points, loads + self.carried_points
+
     def open_walk(self) -> None:
         assert self.loop is None
         self.loop = LoopBlock("for ywalk in range(YBLOCK):")
@@ -690,6 +710,7 @@ class KernelEmitter:
                 if depth > len(names):
                     raise CodegenError("sliding-window carries form a cycle")
             updates.append((depth, var.text, src))
+        updates.extend(self.partial_updates)
         for _, name, src in sorted(updates, key=lambda u: (-u[0], u[1])):
             self.effect(f"{name} = {src.text}", [src], level=1)
         assert self.loop is not None
@@ -1029,21 +1050,78 @@ class KernelEmitter:
 
     def unrolled(self, p: Placement, combine: str, acc: DType, *, back_to_bool: bool) -> Val:
         """A small reduction unrolled at generation time: the value at each point of the reduction
-        (its loop variables bound to constants), combined left to right in r order."""
+        (its loop variables bound to constants), combined left to right in r order.
+
+        Walking rows (a sliding window), when the window's points fall into rows that each take
+        the previous row's values (a rectangular pooling window: see `window.row_groups`), each
+        row of points is combined on its own and the rows' partial results are carried from one
+        output row to the next: one row of points is computed per output row. A reduction's order
+        of combination is unspecified, so grouping its points is a valid order."""
+        red = p.node.value
+        assert isinstance(red, Reduce)
+        groups = self.window_rows(p)
+        if groups is None:
+            out = self.combined(p, range(self.t.unroll), combine, acc, back_to_bool)
+        else:
+            partial = [self.combined(p, groups[0], combine, acc, back_to_bool)]
+            for g in groups[1:]:
+                row = self.axis_val["y"]
+                self.axis_val["y"] = self.y_first  # the band's first row, before the loop
+                try:
+                    first = self.combined(p, g, combine, acc, back_to_bool)
+                finally:
+                    self.axis_val["y"] = row
+                name = self.fresh("win")
+                self.define(f"{name} = {first.text}", name, [first], level=0)
+                partial.append(Val(name, acc, first.axes, 1, (name,)))
+            for k in range(len(partial) - 1, 0, -1):
+                self.partial_updates.append((k, partial[k].text, partial[k - 1]))
+            self.carried_points += sum(len(g) for g in groups[1:])
+            out = partial[-1]
+            for v in reversed(partial[:-1]):
+                out = self.emit(combine.format(a=out.text, b=v.text), [out, v], acc)
+        self.axis_val.pop("r0_", None)
+        return out
+
+    def combined(
+        self, p: Placement, points: Sequence[int], combine: str, acc: DType, back_to_bool: bool
+    ) -> Val:
         red = p.node.value
         assert isinstance(red, Reduce)
         ctx = self.ctxs[p.node.name]
         out: Val | None = None
-        for r in range(self.t.unroll):
+        for r in points:
             self.axis_val["r0_"] = Val(str(r), self.idt, const=r)
             v = self.value(red.x, ctx, ())
             if back_to_bool:
                 v = self.coerce(v, DType.bool)
             v = self.materialize(self.coerce(v, acc), acc)
             out = v if out is None else self.emit(combine.format(a=out.text, b=v.text), [out, v], acc)
-        del self.axis_val["r0_"]
         assert out is not None
         return out
+
+    def window_rows(self, p: Placement) -> list[list[int]] | None:
+        """The unrolled reduction's points grouped by rows carried from row to row, or None."""
+        if not (self.t.walk and self.loop is not None):
+            return None
+        red = p.node.value
+        assert isinstance(red, Reduce)
+        ctx = self.ctxs[p.node.name]
+        opaque = frozenset(self.produced) | frozenset(self.launch.stores)
+        now: list[Key | None] = []
+        before: list[Key | None] = []
+        for r in range(self.t.unroll):
+            kc = KeyContext(
+                ctx.digits,
+                ctx.ranges,
+                self.extents,
+                self.flats,
+                Walk("yindex", self.t.walk_period),
+                {"r0_index": r},
+            )
+            now.append(value_key(red.x, kc, 0, opaque))
+            before.append(value_key(red.x, kc, -1, opaque))
+        return row_groups(now, before)
 
     @staticmethod
     def identity(kind: str, dtype: DType) -> str:
@@ -1188,11 +1266,11 @@ class KernelEmitter:
         elif t.part == "finish":
             style = f"split reduction, part 2: combines {t.split} chunks, then the epilogue"
         if t.walk:
-            row_keys = {ld.key for ld in self.window_loads}
+            carried, loads = self.window_counts()
             bands = sorted({c.block("YBLOCK") for c in t.configs}, reverse=True)
             rows = "/".join(map(str, bands)) + (" (autotuned)" if t.autotune else "")
             style = (
-                f"sliding window, {rows} rows a program, {len(self.carried)} of {len(row_keys)} row loads "
+                f"sliding window, {rows} rows a program, {carried} of {loads} row loads "
                 "carried from the row before"
             )
             if t.unroll:
@@ -1229,12 +1307,15 @@ class KernelEmitter:
         return out
 
 
-def window_plan(graph: Graph, tiling: Tiling) -> tuple[dict[Key, Key], int]:
-    """A sliding-window tiling's carries (a load's key -> the key of the load whose previous row it
-    reads) and the number of distinct loads per row, from a dry run of the emitter."""
+def window_plan(graph: Graph, tiling: Tiling) -> tuple[dict[Key, Key], int, int]:
+    """A sliding-window tiling's load carries (a load's key -> the key of the load whose previous
+    row it reads), the values a row needs and how many of them come from the row before (carried
+    loads and reduction points), from a dry run of the emitter."""
     probe = KernelEmitter(graph, tiling, "probe")
     probe.body()
-    return carry_plan(probe.window_loads), len({ld.key for ld in probe.window_loads})
+    plan = carry_plan(probe.window_loads)
+    loads = len({ld.key for ld in probe.window_loads}) + probe.carried_points
+    return plan, loads, len(plan) + probe.carried_points
 
 
 def config_text(c: LaunchConfig) -> str:

@@ -27,6 +27,8 @@ from fuseopt.ir.expr import (
     Const,
     Expr,
     IndexValue,
+    Load,
+    Masked,
     Unary,
     Var,
     Where,
@@ -165,6 +167,69 @@ def load_key(buffer: str, index: Expr, conds: tuple[Expr, ...], kc: KeyContext, 
     if any(k is None for k in keys):
         return None
     return (buffer, idx, tuple(keys))
+
+
+def value_key(
+    e: Expr, kc: KeyContext, shift: int, opaque: frozenset[str], conds: tuple[Expr, ...] = ()
+) -> Key | None:
+    """A value's normal form `shift` rows further: loads by `load_key` (None for buffers in
+    `opaque`: written or produced by the kernel itself), masked values with their conditions,
+    the rest structurally. Equal keys: the same value at every point of the kernel."""
+    if isinstance(e, Load):
+        if e.buffer in opaque:
+            return None
+        k = load_key(e.buffer, e.index, conds, kc, shift)
+        return None if k is None else ("load", str(e.dtype), k)
+    if isinstance(e, Masked):
+        c = cond_key(kc.bind(e.cond), kc, shift)
+        body = value_key(e.body, kc, shift, opaque, (*conds, e.cond))
+        other = value_key(e.other, kc, shift, opaque, conds)
+        if c is None or body is None or other is None:
+            return None
+        return ("masked", str(e.dtype), c, body, other)
+    if isinstance(e, Const) or index_ops(e, kc.ranges):
+        return cond_key(kc.bind(e), kc, shift)
+    parts: list[Expr]
+    if isinstance(e, Binary):
+        head: Key = ("b", e.op, str(e.dtype))
+        parts = [e.a, e.b]
+    elif isinstance(e, Unary):
+        head, parts = ("u", e.op, str(e.dtype)), [e.x]
+    elif isinstance(e, Cast):
+        head, parts = ("cast", str(e.to)), [e.x]
+    elif isinstance(e, Where):
+        head, parts = ("where", str(e.dtype)), [e.cond, e.a, e.b]
+    else:
+        return None
+    keys = [value_key(p, kc, shift, opaque, conds) for p in parts]
+    if any(k is None for k in keys):
+        return None
+    return (*head, *keys)
+
+
+def row_groups(now: list[Key | None], before: list[Key | None]) -> list[list[int]] | None:
+    """Points of an unrolled reduction (keys of each point's value at this row and one row
+    earlier) as groups by rows back: group p at row y holds the values group p - 1 held at row
+    y - 1, point for point, each group ordered like the points it takes its values from.
+
+    None unless every group after the first takes all its values from the group before (a
+    rectangular window): then each group's combined value can be carried from row to row."""
+    source: dict[Key, int] = {}
+    for i, k in enumerate(before):
+        if k is not None and k not in source:
+            source[k] = i
+    src = {i: source[k] for i, k in enumerate(now) if k is not None and k in source and source[k] != i}
+    groups = [[i for i in range(len(now)) if i not in src]]
+    while True:
+        nxt = [b for a in groups[-1] for b in sorted(src) if src[b] == a]
+        if not nxt:
+            break
+        if len(nxt) != len(groups[-1]) or len(set(nxt)) != len(nxt):
+            return None
+        groups.append(nxt)
+    if len(groups) < 2 or sum(len(g) for g in groups) != len(now):
+        return None
+    return groups
 
 
 @dataclass(frozen=True)

@@ -78,11 +78,12 @@ _FIXED_NAMES = frozenset(
 
 
 def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tuple[Tiling, dict[Key, Key]]:
-    """A sliding window where at least a third of a row's loads come from the row before (and
-    at least one); else `choose_tiling`'s tile."""
+    """A sliding window where at least a third of the values a row needs (loads, points of an
+    unrolled reduction) come from the row before (and at least one); else `choose_tiling`'s
+    tile."""
     for cand in window_tilings(graph, launch, options):
-        carry, loads = window_plan(graph, cand)
-        if carry and 3 * len(carry) >= loads:
+        carry, loads, carried = window_plan(graph, cand)
+        if carried and 3 * carried >= loads:
             return cand, carry
     return choose_tiling(graph, launch, options), {}
 
