@@ -251,9 +251,9 @@ class KernelEmitter:
         self.carry: Mapping[Key, Key] = carry if carry is not None else {}
         self.carried: dict[Key, Val] = {}
         self.row_loads: dict[Key, Val] = {}  # this row's value of each keyed load
-        # an unrolled reduction's rows of points carried as partial results: (rows back, the
-        # carried variable, the value it takes at the end of a row); points not recomputed
-        self.partial_updates: list[tuple[int, str, Val]] = []
+        # an unrolled reduction's rows of points carried as partial results: (the carried
+        # variable, the value it takes at the end of a row); those points are not recomputed
+        self.partial_updates: list[tuple[str, Val]] = []
         self.carried_points = 0
         self.flats: dict[str, Flat] = {}
         for p in self.launch.placements:
@@ -639,16 +639,15 @@ class KernelEmitter:
         return out
 
     # -- sliding windows ----------------------------------------------------------------------------
+    def key_context(self, ctx: _NodeCtx, point: int | None) -> KeyContext:
+        """Keys of a node's values (at one point of an unrolled reduction)."""
+        consts = {} if point is None else {"r0_index": point}
+        walk = Walk("yindex", self.t.walk_period)
+        return KeyContext(ctx.digits, ctx.ranges, self.extents, self.flats, walk, consts)
+
     def window_key(self, ld: Load, ctx: _NodeCtx, shift: int) -> Key | None:
         r = self.axis_val.get("r0_")
-        kc = KeyContext(
-            ctx.digits,
-            ctx.ranges,
-            self.extents,
-            self.flats,
-            Walk("yindex", self.t.walk_period),
-            {"r0_index": int(r.const)} if r is not None and r.const is not None else {},
-        )
+        kc = self.key_context(ctx, None if r is None or r.const is None else int(r.const))
         return load_key(ld.buffer, ld.index, tuple(self.cond_exprs), kc, shift)
 
     def carried_load(self, ld: Load, ctx: _NodeCtx, key: Key, masks: list[Val]) -> Val:
@@ -692,27 +691,27 @@ class KernelEmitter:
         )
 
     def close_walk(self) -> None:
-        """Each carried variable takes its source load's value of this row, in an order that reads
-        every carried variable before it is overwritten."""
-        names = {v.text for v in self.carried.values()}
-        updates: list[tuple[int, str, Val]] = []
+        """Each carried variable takes its value for the next row (its source load's value, or the
+        partial result of the row before): every update runs before any update of a variable it
+        reads."""
+        updates: list[tuple[str, Val]] = []
         for key, var in self.carried.items():
             src = self.row_loads.get(self.carry[key])
             if src is None:
                 raise CodegenError(
                     f"plan kernel {self.launch.plan_kernel!r}: a sliding-window load has no source in the row"
                 )
-            depth, cur = 0, src
-            while cur.text in names:
-                depth += 1
-                nxt = next(self.carry[k] for k, v in self.carried.items() if v.text == cur.text)
-                cur = self.row_loads[nxt]
-                if depth > len(names):
-                    raise CodegenError("sliding-window carries form a cycle")
-            updates.append((depth, var.text, src))
+            updates.append((var.text, src))
         updates.extend(self.partial_updates)
-        for _, name, src in sorted(updates, key=lambda u: (-u[0], u[1])):
+        while updates:
+            ready = [u for u in updates if not any(u[0] in v.names for _, v in updates)]
+            if not ready:
+                raise CodegenError(
+                    f"plan kernel {self.launch.plan_kernel!r}: sliding-window carries form a cycle"
+                )
+            name, src = min(ready, key=lambda u: u[0])
             self.effect(f"{name} = {src.text}", [src], level=1)
+            updates.remove((name, src))
         assert self.loop is not None
         self.top.append(self.loop)
         self.loop = None
@@ -1074,8 +1073,8 @@ class KernelEmitter:
                 name = self.fresh("win")
                 self.define(f"{name} = {first.text}", name, [first], level=0)
                 partial.append(Val(name, acc, first.axes, 1, (name,)))
-            for k in range(len(partial) - 1, 0, -1):
-                self.partial_updates.append((k, partial[k].text, partial[k - 1]))
+            for k in range(1, len(partial)):
+                self.partial_updates.append((partial[k].text, partial[k - 1]))
             self.carried_points += sum(len(g) for g in groups[1:])
             out = partial[-1]
             for v in reversed(partial[:-1]):
@@ -1111,14 +1110,7 @@ class KernelEmitter:
         now: list[Key | None] = []
         before: list[Key | None] = []
         for r in range(self.t.unroll):
-            kc = KeyContext(
-                ctx.digits,
-                ctx.ranges,
-                self.extents,
-                self.flats,
-                Walk("yindex", self.t.walk_period),
-                {"r0_index": r},
-            )
+            kc = self.key_context(ctx, r)
             now.append(value_key(red.x, kc, 0, opaque))
             before.append(value_key(red.x, kc, -1, opaque))
         return row_groups(now, before)
@@ -1154,21 +1146,16 @@ class KernelEmitter:
                     self.pointwise(p)
             self.close_loop()
             return
-        if self.t.walk:
-            self.open_walk()
-            for p in ps:
-                if p.role == "reduction":
-                    self.reduction(p)
-                else:
-                    self.pointwise(p)
-            self.close_walk()
-            return
         if self.launch.kind == "pointwise" or self.t.persistent or self.t.unroll:
+            if self.t.walk:
+                self.open_walk()  # the whole body runs once a row
             for p in ps:
                 if p.role == "reduction":
                     self.reduction(p)
                 else:
                     self.pointwise(p)
+            if self.t.walk:
+                self.close_walk()
             return
         phase, post = self.phases()
         for k in range(max(phase.values(), default=-1) + 1):

@@ -140,22 +140,26 @@ def cond_key(e: Expr, kc: KeyContext, shift: int) -> Key | None:
     if index_ops(e, kc.ranges):
         k = index_key(e.index if isinstance(e, IndexValue) else e, kc, shift)
         return None if k is None else ("i", k)
-    parts: list[Expr]
-    if isinstance(e, Binary):
-        head: Key = ("b", e.op, str(e.dtype))
-        parts = [e.a, e.b]
-    elif isinstance(e, Unary):
-        head, parts = ("u", e.op, str(e.dtype)), [e.x]
-    elif isinstance(e, Cast):
-        head, parts = ("cast", str(e.to)), [e.x]
-    elif isinstance(e, Where):
-        head, parts = ("where", str(e.dtype)), [e.cond, e.a, e.b]
-    else:
+    split = _node_parts(e)
+    if split is None:
         return None  # loads, masked values, reductions: not compared
-    keys = [cond_key(p, kc, shift) for p in parts]
+    keys = [cond_key(p, kc, shift) for p in split[1]]
     if any(k is None for k in keys):
         return None
-    return (*head, *keys)
+    return (*split[0], *keys)
+
+
+def _node_parts(e: Expr) -> tuple[Key, list[Expr]] | None:
+    """An operation's key head (kind, op, dtype) and its operands, for structural keys."""
+    if isinstance(e, Binary):
+        return ("b", e.op, str(e.dtype)), [e.a, e.b]
+    if isinstance(e, Unary):
+        return ("u", e.op, str(e.dtype)), [e.x]
+    if isinstance(e, Cast):
+        return ("cast", str(e.to)), [e.x]
+    if isinstance(e, Where):
+        return ("where", str(e.dtype)), [e.cond, e.a, e.b]
+    return None
 
 
 def load_key(buffer: str, index: Expr, conds: tuple[Expr, ...], kc: KeyContext, shift: int) -> Key | None:
@@ -189,22 +193,13 @@ def value_key(
         return ("masked", str(e.dtype), c, body, other)
     if isinstance(e, Const) or index_ops(e, kc.ranges):
         return cond_key(kc.bind(e), kc, shift)
-    parts: list[Expr]
-    if isinstance(e, Binary):
-        head: Key = ("b", e.op, str(e.dtype))
-        parts = [e.a, e.b]
-    elif isinstance(e, Unary):
-        head, parts = ("u", e.op, str(e.dtype)), [e.x]
-    elif isinstance(e, Cast):
-        head, parts = ("cast", str(e.to)), [e.x]
-    elif isinstance(e, Where):
-        head, parts = ("where", str(e.dtype)), [e.cond, e.a, e.b]
-    else:
+    split = _node_parts(e)
+    if split is None:
         return None
-    keys = [value_key(p, kc, shift, opaque, conds) for p in parts]
+    keys = [value_key(p, kc, shift, opaque, conds) for p in split[1]]
     if any(k is None for k in keys):
         return None
-    return (*head, *keys)
+    return (*split[0], *keys)
 
 
 def row_groups(now: list[Key | None], before: list[Key | None]) -> list[list[int]] | None:
