@@ -280,3 +280,15 @@ def test_window_autotune_configs() -> None:
     assert 'triton.Config({"YBLOCK": 3, "XBLOCK": 8}, num_warps=1)' in src
     assert '[_grid({"XBLOCK": 40}, {"YBLOCK": 12})](' in src
     load_module(src)  # decorating needs no driver; running autotune does (GPU only)
+
+
+def test_window_with_int64_indices() -> None:
+    """A window over an image batch past int32 indexing: program ids and the band's rows widened
+    (generation only: the tensor would not fit in a test)."""
+    offsets = [(dh, 0) for dh in (-1, 0, 1)]
+    g = load_text(json.dumps(stencil_doc(4096, 64, 128, 128, "nhwc", offsets, "bfloat16", "sum")), "big.json")
+    src = emit_module(g, unfused_plan(g))
+    assert CARRIED.search(src) is not None
+    assert "tl.program_id(1).to(tl.int64) * YBLOCK + tl.zeros([1], tl.int64)" in src
+    assert "tl.program_id(0).to(tl.int64) * XBLOCK" in src
+    compile(src, "kernels.py", "exec")
