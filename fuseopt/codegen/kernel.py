@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from fuseopt.codegen.common import INT32_MAX, INT_RANGE, TL_DTYPE, CodegenError, wrap_int
 from fuseopt.codegen.indexing import Digit, Flat, canonical_index, digit_of, normal_digit, unflatten
@@ -26,17 +26,9 @@ from fuseopt.codegen.rules import (
 )
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base, digits_of
 from fuseopt.codegen.tiling import LaunchConfig, Tiling
-from fuseopt.codegen.window import (
-    Key,
-    KeyContext,
-    Walk,
-    WindowLoad,
-    carry_plan,
-    index_ops,
-    load_key,
-    row_groups,
-    value_key,
-)
+from fuseopt.codegen.values import Literal, LoopBlock, Stmt, Val
+from fuseopt.codegen.walking import RowWalk
+from fuseopt.codegen.window import Key, carry_plan, index_ops
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
 from fuseopt.ir.expr import (
@@ -58,39 +50,8 @@ from fuseopt.ir.fold import fold_index
 from fuseopt.ir.graph import Graph
 from fuseopt.ir.typecheck import BINARY_RESULT, UNARY_RESULT
 
-Literal = int | float | bool
 # Helpers that call tensor methods on their operands: Python literals must be materialised first.
 _TENSOR_HELPERS = ("_pow(", "_ipow(", "_atan2(")
-
-
-@dataclass(frozen=True)
-class Val:
-    """A Triton value: a temporary's name, or a Python literal still weakly typed (`const`)."""
-
-    text: str
-    dtype: DType  # what the Triton value holds (float32 for float16/bfloat16 arithmetic)
-    axes: tuple[str, ...] = ()  # kernel axes it varies along
-    level: int = 0  # 0: kernel scope, 1: inside the current reduction loop
-    names: tuple[str, ...] = ()  # temporaries the text refers to
-    const: Literal | None = None
-
-    @property
-    def literal(self) -> bool:
-        return self.const is not None
-
-
-@dataclass
-class Stmt:
-    text: str
-    defines: str | None
-    uses: tuple[str, ...]
-    effect: bool = False
-
-
-@dataclass
-class LoopBlock:
-    header: str
-    body: list[Stmt] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -244,17 +205,9 @@ class KernelEmitter:
         if tiling.unroll:
             sizes["r0_"] = tiling.unroll  # digits of the reduce loops; bound to constants per point
         self.ctxs = {p.node.name: _NodeCtx(p, digits_of(p, sizes)) for p in self.launch.placements}
-        # Sliding windows (tiling.walk): the loads the walking loop emits, the plan of which take
-        # their value from another load's previous row, and the loop-carried variables.
         self.cond_exprs: list[Expr] = []  # conditions of the enclosing masked values
-        self.window_loads: list[WindowLoad] = []
-        self.carry: Mapping[Key, Key] = carry if carry is not None else {}
-        self.carried: dict[Key, Val] = {}
-        self.row_loads: dict[Key, Val] = {}  # this row's value of each keyed load
-        # an unrolled reduction's rows of points carried as partial results: (the carried
-        # variable, the value it takes at the end of a row); those points are not recomputed
-        self.partial_updates: list[tuple[str, Val]] = []
-        self.carried_points = 0
+        # a sliding window's row loop (`codegen.walking`), with the loads it carries
+        self.walk = RowWalk(self, carry or {}) if tiling.walk else None
         self.flats: dict[str, Flat] = {}
         for p in self.launch.placements:
             for seg in p.segments:
@@ -369,21 +322,8 @@ class KernelEmitter:
     def prologue(self) -> None:
         i64 = self.idt == DType.int64
         pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
-        if self.t.walk:
-            # window_tilings: bands within the grid's y dimension, whole bands only (no row mask)
-            assert self.t.grid_2d and "y" not in self.t.masked
-            cast = ".to(tl.int64)" if i64 else ""
-            xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
-            self.axis_val["x"] = self.emit(
-                "xoffset + tl.arange(0, XBLOCK)", [xoff], self.idt, name="xindex", axes=("x",)
-            )
-            # The band's first row, bound to yindex for the carried values' first row. A [1] tensor,
-            # not a 0-d scalar, like every other value (Triton's interpreter mishandles `&` of a
-            # 0-d boolean and a tensor).
-            dt = TL_DTYPE[self.idt]
-            self.y_first = self.emit(
-                f"tl.program_id(1){cast} * YBLOCK + tl.zeros([1], {dt})", [], self.idt, name="yoffset"
-            )
+        if self.walk is not None:
+            self.walk.prologue()
         elif self.dims == ("y", "x") and self.t.grid_2d:
             cast = ".to(tl.int64)" if i64 else ""
             xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
@@ -600,14 +540,12 @@ class KernelEmitter:
         buf = self.graph.buffer(ld.buffer)
         mask_axes = self.union(idx.axes, *(c.axes for c in conds))
         masks = [self.mask_val[a] for a in mask_axes if a in self.mask_val] + list(conds)
-        in_row = bool(self.t.walk and self.loop is not None and max(d.level for d in (idx, *masks)))
+        walk = self.walk if self.loop is not None and max(d.level for d in (idx, *masks)) else None
         key = prev = None
-        if in_row and ld.buffer not in self.launch.stores:
-            key = self.window_key(ld, ctx, 0)
-            prev = None if key is None else self.window_key(ld, ctx, -1)
-            if key is not None and key in self.carry:
-                self.window_loads.append(WindowLoad(key, prev))
-                return self.carried_load(ld, ctx, key, masks)
+        if walk is not None:  # a load of the row: maybe what another load read a row earlier
+            key, prev = walk.load_keys(ld, ctx)
+            if key is not None and key in walk.carry:
+                return walk.carried_load(ld, ctx, key, prev, masks)
         addr = self.address(ld.buffer, idx, mask_axes)
         args = addr
         if masks:
@@ -632,90 +570,9 @@ class KernelEmitter:
                 out = self.from_storage(self.emit(rhs, deps, buf.dtype, axes=axes))
         if masks:
             self.zero_masked[out.text] = frozenset(m.text for m in masks)
-        if in_row:
-            self.window_loads.append(WindowLoad(key if key is not None else ("load", out.text), prev))
-            if key is not None:
-                self.row_loads.setdefault(key, out)
+        if walk is not None:
+            walk.loaded(key, prev, out)
         return out
-
-    # -- sliding windows ----------------------------------------------------------------------------
-    def key_context(self, ctx: _NodeCtx, point: int | None) -> KeyContext:
-        """Keys of a node's values (at one point of an unrolled reduction)."""
-        consts = {} if point is None else {"r0_index": point}
-        walk = Walk("yindex", self.t.walk_period)
-        return KeyContext(ctx.digits, ctx.ranges, self.extents, self.flats, walk, consts)
-
-    def window_key(self, ld: Load, ctx: _NodeCtx, shift: int) -> Key | None:
-        r = self.axis_val.get("r0_")
-        kc = self.key_context(ctx, None if r is None or r.const is None else int(r.const))
-        return load_key(ld.buffer, ld.index, tuple(self.cond_exprs), kc, shift)
-
-    def carried_load(self, ld: Load, ctx: _NodeCtx, key: Key, masks: list[Val]) -> Val:
-        """The value of a load that another load of the row before read: a loop-carried variable,
-        first loaded before the loop at the band's first row."""
-        hit = self.carried.get(key)
-        if hit is None:
-            # The first row's value: the same load with yindex bound to the band's first row (its
-            # statements depend on nothing inside the loop, so they land before it).
-            row = self.axis_val["y"]
-            self.axis_val["y"] = self.y_first
-            try:
-                conds = tuple(
-                    self.materialize(self.coerce(self.value(c, ctx, ()), DType.bool)) for c in self.cond_exprs
-                )
-                first = self.load(ld, ctx, conds)
-            finally:
-                self.axis_val["y"] = row
-            name = self.fresh("win")
-            self.define(f"{name} = {first.text}", name, [first], level=0)
-            hit = Val(name, first.dtype, first.axes, 1, (name,))
-            self.carried[key] = hit
-            if masks:
-                self.zero_masked[name] = frozenset(m.text for m in masks)
-        self.row_loads.setdefault(key, hit)
-        return hit
-
-    def window_counts(self) -> tuple[int, int]:
-        """(values a row takes from the row before, values a row needs): loads carried plus
-        reduction points carried in partial results, over distinct loads plus those points."""
-        loads = len({ld.key for ld in self.window_loads})
-        return len(self.carried) + self.carried_points, loads + self.carried_points
-
-    def open_walk(self) -> None:
-        assert self.loop is None
-        self.loop = LoopBlock("for ywalk in range(YBLOCK):")
-        self.caches[1] = {}
-        step = Val("ywalk", DType.int32, (), 1, ())
-        self.axis_val["y"] = self.emit(
-            "yoffset + ywalk", [self.y_first, step], self.idt, name="yindex", axes=()
-        )
-
-    def close_walk(self) -> None:
-        """Each carried variable takes its value for the next row (its source load's value, or the
-        partial result of the row before): every update runs before any update of a variable it
-        reads."""
-        updates: list[tuple[str, Val]] = []
-        for key, var in self.carried.items():
-            src = self.row_loads.get(self.carry[key])
-            if src is None:
-                raise CodegenError(
-                    f"plan kernel {self.launch.plan_kernel!r}: a sliding-window load has no source in the row"
-                )
-            updates.append((var.text, src))
-        updates.extend(self.partial_updates)
-        while updates:
-            ready = [u for u in updates if not any(u[0] in v.names for _, v in updates)]
-            if not ready:
-                raise CodegenError(
-                    f"plan kernel {self.launch.plan_kernel!r}: sliding-window carries form a cycle"
-                )
-            name, src = min(ready, key=lambda u: u[0])
-            self.effect(f"{name} = {src.text}", [src], level=1)
-            updates.remove((name, src))
-        assert self.loop is not None
-        self.top.append(self.loop)
-        self.loop = None
-        self.caches[1] = {}
 
     def address(self, buffer: str, idx: Val, axes: tuple[str, ...]) -> str:
         """`ptr + index`, widened to `axes` when the index alone has fewer (so that the pointer
@@ -1049,71 +906,29 @@ class KernelEmitter:
 
     def unrolled(self, p: Placement, combine: str, acc: DType, *, back_to_bool: bool) -> Val:
         """A small reduction unrolled at generation time: the value at each point of the reduction
-        (its loop variables bound to constants), combined left to right in r order.
+        (its loop variables bound to constants), combined left to right in r order; in a sliding
+        window, row by row of the window with the rows' partial results carried (`RowWalk`)."""
 
-        Walking rows (a sliding window), when the window's points fall into rows that each take
-        the previous row's values (a rectangular pooling window: see `window.row_groups`), each
-        row of points is combined on its own and the rows' partial results are carried from one
-        output row to the next: one row of points is computed per output row. A reduction's order
-        of combination is unspecified, so grouping its points is a valid order."""
-        red = p.node.value
-        assert isinstance(red, Reduce)
-        groups = self.window_rows(p)
-        if groups is None:
-            out = self.combined(p, range(self.t.unroll), combine, acc, back_to_bool)
-        else:
-            partial = [self.combined(p, groups[0], combine, acc, back_to_bool)]
-            for g in groups[1:]:
-                row = self.axis_val["y"]
-                self.axis_val["y"] = self.y_first  # the band's first row, before the loop
-                try:
-                    first = self.combined(p, g, combine, acc, back_to_bool)
-                finally:
-                    self.axis_val["y"] = row
-                name = self.fresh("win")
-                self.define(f"{name} = {first.text}", name, [first], level=0)
-                partial.append(Val(name, acc, first.axes, 1, (name,)))
-            for k in range(1, len(partial)):
-                self.partial_updates.append((partial[k].text, partial[k - 1]))
-            self.carried_points += sum(len(g) for g in groups[1:])
-            out = partial[-1]
-            for v in reversed(partial[:-1]):
-                out = self.emit(combine.format(a=out.text, b=v.text), [out, v], acc)
+        def combined(points: list[int]) -> Val:
+            red = p.node.value
+            assert isinstance(red, Reduce)
+            ctx = self.ctxs[p.node.name]
+            out: Val | None = None
+            for r in points:
+                self.axis_val["r0_"] = Val(str(r), self.idt, const=r)
+                v = self.value(red.x, ctx, ())
+                if back_to_bool:
+                    v = self.coerce(v, DType.bool)
+                v = self.materialize(self.coerce(v, acc), acc)
+                out = v if out is None else self.emit(combine.format(a=out.text, b=v.text), [out, v], acc)
+            assert out is not None
+            return out
+
+        res = self.walk.unrolled(p, combine, acc, combined) if self.walk is not None else None
+        if res is None:
+            res = combined(list(range(self.t.unroll)))
         self.axis_val.pop("r0_", None)
-        return out
-
-    def combined(
-        self, p: Placement, points: Sequence[int], combine: str, acc: DType, back_to_bool: bool
-    ) -> Val:
-        red = p.node.value
-        assert isinstance(red, Reduce)
-        ctx = self.ctxs[p.node.name]
-        out: Val | None = None
-        for r in points:
-            self.axis_val["r0_"] = Val(str(r), self.idt, const=r)
-            v = self.value(red.x, ctx, ())
-            if back_to_bool:
-                v = self.coerce(v, DType.bool)
-            v = self.materialize(self.coerce(v, acc), acc)
-            out = v if out is None else self.emit(combine.format(a=out.text, b=v.text), [out, v], acc)
-        assert out is not None
-        return out
-
-    def window_rows(self, p: Placement) -> list[list[int]] | None:
-        """The unrolled reduction's points grouped by rows carried from row to row, or None."""
-        if not (self.t.walk and self.loop is not None):
-            return None
-        red = p.node.value
-        assert isinstance(red, Reduce)
-        ctx = self.ctxs[p.node.name]
-        opaque = frozenset(self.produced) | frozenset(self.launch.stores)
-        now: list[Key | None] = []
-        before: list[Key | None] = []
-        for r in range(self.t.unroll):
-            kc = self.key_context(ctx, r)
-            now.append(value_key(red.x, kc, 0, opaque))
-            before.append(value_key(red.x, kc, -1, opaque))
-        return row_groups(now, before)
+        return res
 
     @staticmethod
     def identity(kind: str, dtype: DType) -> str:
@@ -1147,15 +962,15 @@ class KernelEmitter:
             self.close_loop()
             return
         if self.launch.kind == "pointwise" or self.t.persistent or self.t.unroll:
-            if self.t.walk:
-                self.open_walk()  # the whole body runs once a row
+            if self.walk is not None:
+                self.walk.open()  # the whole body runs once a row
             for p in ps:
                 if p.role == "reduction":
                     self.reduction(p)
                 else:
                     self.pointwise(p)
-            if self.t.walk:
-                self.close_walk()
+            if self.walk is not None:
+                self.walk.close()
             return
         phase, post = self.phases()
         for k in range(max(phase.values(), default=-1) + 1):
@@ -1253,7 +1068,8 @@ class KernelEmitter:
         elif t.part == "finish":
             style = f"split reduction, part 2: combines {t.split} chunks, then the epilogue"
         if t.walk:
-            carried, loads = self.window_counts()
+            assert self.walk is not None
+            carried, loads = self.walk.counts()
             bands = sorted({c.block("YBLOCK") for c in t.configs}, reverse=True)
             rows = "/".join(map(str, bands)) + (" (autotuned)" if t.autotune else "")
             style = (
@@ -1300,9 +1116,10 @@ def window_plan(graph: Graph, tiling: Tiling) -> tuple[dict[Key, Key], int, int]
     loads and reduction points), from a dry run of the emitter."""
     probe = KernelEmitter(graph, tiling, "probe")
     probe.body()
-    plan = carry_plan(probe.window_loads)
-    loads = len({ld.key for ld in probe.window_loads}) + probe.carried_points
-    return plan, loads, len(plan) + probe.carried_points
+    assert probe.walk is not None
+    plan = carry_plan(probe.walk.loads)
+    loads = len({ld.key for ld in probe.walk.loads}) + probe.walk.carried_points
+    return plan, loads, len(plan) + probe.walk.carried_points
 
 
 def config_text(c: LaunchConfig) -> str:
