@@ -225,10 +225,7 @@ def _maybe_2d(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> C
                 weights[d.div] = weights.get(d.div, 0) + nbytes
     if not coalesced or not weights:
         return launch
-    split = max(sorted(weights), key=lambda s: weights[s])
-    y, x = Axis("y", numel // split), Axis("x", split)
-    placements = tuple(Placement(p.node, p.role, pointwise_segments(p.node, y, x)) for p in launch.placements)
-    return launch.with_axes((y, x), placements)
+    return _rows(launch, max(sorted(weights), key=lambda s: weights[s]))
 
 
 # -- unrolled small reductions ------------------------------------------------------------------
@@ -330,14 +327,7 @@ def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions)
         band = max((b for b in range(2, options.window_band + 1) if period % b == 0), default=0)
         if not ok or not band or ynumel % band or ynumel // band > GRID_Y_MAX:
             continue
-        y, x = Axis("y", ynumel), Axis("x", s)
-        placements = []
-        for p in launch.placements:
-            segs = pointwise_segments(p.node, y, x)
-            if p.role == "reduction":
-                segs = (*segs, Segment(("r0_",), p.node.reduce))
-            placements.append(Placement(p.node, p.role, segs))
-        wl = launch.with_axes((y, x), tuple(placements))
+        wl = _rows(launch, s)
 
         def cfg(b: int, xb: int, nw: int, row: int = s) -> LaunchConfig:
             xb = max(1, min(xb, options.max_xblock, next_power_of_2(row)))
@@ -373,27 +363,28 @@ def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions)
 
 
 def _rows(launch: ComputeLaunch, s: int) -> ComputeLaunch:
-    """A 1D pointwise launch as rows of `s` points (see `_digit_split`): a pooling window's bounds
-    checks and divisor (`x // 6720 % 35` on a channels-last image) computed once per row."""
+    """A launch's flat x axis as rows (y) of `s` points (x): a transposed access's contiguous run,
+    a pooling window's row arithmetic (`x // 6720 % 35` once per row, see `_digit_split`), a
+    sliding window's rows. A small reduction to unroll keeps its loops as an r0_ segment."""
     numel = launch.axes[0].numel
     y, x = Axis("y", numel // s), Axis("x", s)
-    placements = tuple(Placement(p.node, p.role, pointwise_segments(p.node, y, x)) for p in launch.placements)
-    return launch.with_axes((y, x), placements)
+    return launch.with_axes((y, x), tuple(_placed(p, y, x) for p in launch.placements))
+
+
+def _placed(p: Placement, outer: Axis, inner: Axis | None) -> Placement:
+    segs = pointwise_segments(p.node, outer, inner)
+    if p.role == "reduction":
+        segs = (*segs, Segment(("r0_",), p.node.reduce))
+    return Placement(p.node, p.role, segs)
 
 
 def _unrolled(launch: ComputeLaunch, o: CodegenOptions) -> ComputeLaunch:
     numel, rnumel = launch.axes[0].numel, launch.axes[1].numel
     s = _digit_split(launch, numel, rnumel) if o.tile_2d else None
-    x = Axis("x", numel if s is None else s)
-    y = None if s is None else Axis("y", numel // s)
-    axes = (x,) if y is None else (y, x)
-    placements = []
-    for p in launch.placements:
-        segs = pointwise_segments(p.node, x, None) if y is None else pointwise_segments(p.node, y, x)
-        if p.role == "reduction":
-            segs = (*segs, Segment(("r0_",), p.node.reduce))
-        placements.append(Placement(p.node, p.role, segs))
-    return launch.with_axes(axes, tuple(placements))
+    if s is not None:
+        return _rows(launch, s)
+    x = Axis("x", numel)
+    return launch.with_axes((x,), tuple(_placed(p, x, None) for p in launch.placements))
 
 
 def _tile_accesses(launch: ComputeLaunch) -> int:
