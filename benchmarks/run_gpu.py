@@ -6,9 +6,10 @@
 For each workload (captured from benchmarks/programs.py by default): fuseopt's plan vs the
 unfused plan vs torch eager vs torch.compile (Inductor) of the same program, each checked against
 the reference interpreter before it is timed, plus the device's copy and read bandwidths measured
-in the same run. Writes <DIR>/<date>-<device>.json (<date>-<device>-handwritten.json for
---graphs handwritten) with device, torch and triton versions (default DIR: benchmarks/results). --check-samples also compiles and checks every
-sample and CASES.md graph (no timing). --small uses tiny sizes (CPU smoke test with
+in the same run. Writes <DIR>/<date>-<device>.json, the device named without its vendor
+(<date>-h200.json on an NVIDIA H200; <date>-h200-handwritten.json for --graphs handwritten), with
+device, torch and triton versions (default DIR: benchmarks/results). --check-samples also compiles
+and checks every sample and CASES.md graph (no timing). --small uses tiny sizes (CPU smoke test with
 TRITON_INTERPRET=1: correctness only).
 """
 
@@ -130,7 +131,8 @@ def main() -> None:
     }
     os.makedirs(args.out, exist_ok=True)
     suffix = "" if args.graphs == "captured" else f"-{args.graphs}"
-    path = os.path.join(args.out, f"{report['date']}-{device}{suffix}.json")
+    slug = device.removeprefix("nvidia-")  # "NVIDIA H200" -> 2026-11-30-h200.json
+    path = os.path.join(args.out, f"{report['date']}-{slug}{suffix}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(report, f, indent=2)
     print(

@@ -407,12 +407,59 @@ def test_workload_launches_at_full_size() -> None:
     apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
     assert "[(64, 64)](x, y, out, 4096, 8192, YBLOCK=64, XBLOCK=128, num_warps=4)" in apbt
     assert apbt.count('eviction_policy="evict_last"') == 2
-    ln = source("layernorm_t")  # persistent: all 1024 columns of 16 rows in registers, not split
-    assert "rsplit" not in ln and "XBLOCK=16, R0_BLOCK=1024, num_warps=8" in ln
+    # persistent, transposed (the input contiguous along x): all 1024 columns of 32 rows in
+    # registers, 128 a thread; not split
+    ln = source("layernorm_t")
+    assert "rsplit" not in ln and "[(1024,)](" in ln and "XBLOCK=32, R0_BLOCK=1024, num_warps=8" in ln
+    # an exp at every point: 16 rows with 4 warps; the bias (indexed by r alone) does not
+    # outweigh the input
+    sm = source("softmax_bias_t")
+    assert "[(2048,)](" in sm and "XBLOCK=16, R0_BLOCK=1024, num_warps=4" in sm
+    assert "tl.reduce(tmp2, 1, _max_propagate)" in sm  # one NaN-propagating reduction for the max
     # sliding window over image rows: 7 rows a program, 1024 of a row's 35 x 192 points a tile
     pool = source("avgpool_cl")
     assert "sliding window, 7 rows a program, 6 of 9 row loads carried" in pool
     assert "[(7, 640)](" in pool and "YBLOCK=7, XBLOCK=1024, num_warps=4" in pool
+
+
+SOFTMAX_ROWS = """
+format: fuseopt-graph/1
+name: softmax_{layout}
+buffers:
+  x:   {{shape: [65536], dtype: float32, role: input}}
+  b:   {{shape: [1024], dtype: float32, role: input}}
+  m:   {{shape: [64], dtype: float32}}
+  s:   {{shape: [64], dtype: float32}}
+  out: {{shape: [65536], dtype: float32, role: output}}
+nodes:
+  - {{name: mx, loops: [[i, 64]], reduce: [[r, 1024]], store: "m[i]", value: "max(x[{xr}] + b[r])"}}
+  - {{name: sm, loops: [[i, 64]], reduce: [[r, 1024]], store: "s[i]", value: "sum({fn}(x[{xr}] + b[r] - m[i]))"}}
+  - {{name: o, loops: [[i, 64], [j, 1024]], store: "out[1024*i + j]", value: "{fn}(x[{xj}] + b[j] - m[i]) / {row}(s[i])"}}
+"""
+
+
+@pytest.mark.parametrize(
+    "layout, fn, row, launch",
+    [
+        ("rows", "exp", "", "XBLOCK=8, R0_BLOCK=1024, num_warps=8"),  # rows contiguous: 8 rows
+        ("rows", "abs", "", "XBLOCK=8, R0_BLOCK=1024, num_warps=8"),
+        ("transposed", "exp", "", "XBLOCK=16, R0_BLOCK=1024, num_warps=4"),  # exp at every point
+        ("transposed", "abs", "", "XBLOCK=32, R0_BLOCK=1024, num_warps=8"),  # no special function
+        ("transposed", "abs", "sqrt", "XBLOCK=32, R0_BLOCK=1024, num_warps=8"),  # one a row only
+    ],
+)
+def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str, launch: str) -> None:
+    """A transposed input widens the persistent tile even though the bias (indexed by r alone)
+    and the output are contiguous along r: the bias counts its 1024 elements, not 64 x 1024.
+    An exp at every point keeps it at 16 rows; a sqrt of a row's sum alone does not."""
+    from fuseopt.io.load import load_text
+    from fuseopt.passes.pipeline import optimize
+
+    xr, xj = ("1024*i + r", "1024*i + j") if layout == "rows" else ("64*r + i", "64*j + i")
+    text = SOFTMAX_ROWS.format(layout=layout, xr=xr, xj=xj, fn=fn, row=row)
+    st = optimize(load_text(text, "softmax.yaml"))
+    assert len(st.plan.kernels) == 1
+    assert launch in emit_module(st.graph, st.plan)
 
 
 def test_pointwise_straddling_the_reduction_split() -> None:

@@ -111,7 +111,9 @@ class ReductionRule:
     `combine` merges two partial values elementwise (looped reductions keep one accumulator per
     lane; pair reductions carry (value, index) and name a helper returning both); `final` reduces a
     [XBLOCK, R0_BLOCK] tile of values `{v}` (and indices `{i}`) to [XBLOCK]; `identity` fills masked
-    lanes. Finals use native tl.max/tl.min/tl.sum where possible and handle NaN explicitly.
+    lanes. Finals use native tl.sum/tl.max/tl.min where possible; a float max or min is one
+    `tl.reduce` whose combine propagates NaN (one reduction: the NaN flag and tl.max as two cost
+    softmax_bias_t 6 points of copy bandwidth at 16 rows x 8 warps, 1 point at 16 x 4; round 12).
     """
 
     combine: str
@@ -123,8 +125,12 @@ class ReductionRule:
 REDUCTION_RULES: dict[str, ReductionRule] = {
     "sum": ReductionRule("{a} + {b}", _same("tl.sum({v}, 1)"), "zero"),
     "prod": ReductionRule("{a} * {b}", _same("tl.reduce({v}, 1, _prod_combine)"), "one"),
-    "max": ReductionRule("_maximum({a}, {b})", OpRule("_max_final({v})", "tl.max({v}, 1)", None), "lowest"),
-    "min": ReductionRule("_minimum({a}, {b})", OpRule("_min_final({v})", "tl.min({v}, 1)", None), "highest"),
+    "max": ReductionRule(
+        "_maximum({a}, {b})", OpRule("tl.reduce({v}, 1, _max_propagate)", "tl.max({v}, 1)", None), "lowest"
+    ),
+    "min": ReductionRule(
+        "_minimum({a}, {b})", OpRule("tl.reduce({v}, 1, _min_propagate)", "tl.min({v}, 1)", None), "highest"
+    ),
     "argmax": ReductionRule("_argmax_combine", _same("_argmax_final({v}, {i})"), "lowest", True),
     "argmin": ReductionRule("_argmin_combine", _same("_argmin_final({v}, {i})"), "highest", True),
     "any": ReductionRule("{a} | {b}", _same("tl.max({v}, 1)"), "zero"),
@@ -229,21 +235,19 @@ def _argmin_combine(a, a_index, b, b_index):
     return tl.where(take_a, a, b), tl.where(take_a, a_index, b_index)
 """
     ),
-    "_max_final": Helper(
+    "_max_propagate": Helper(
         """\
 @triton.jit
-def _max_final(v):
-    # Max along axis 1; NaN wins (torch.max), which tl.max does not promise on every backend.
-    has_nan = tl.max((v != v).to(tl.int8), 1) > 0
-    return tl.where(has_nan, float("nan"), tl.max(v, 1))
+def _max_propagate(a, b):
+    # NaN wins (torch.max): one max.NaN instruction, where tl.max's combine drops NaN.
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 """
     ),
-    "_min_final": Helper(
+    "_min_propagate": Helper(
         """\
 @triton.jit
-def _min_final(v):
-    has_nan = tl.max((v != v).to(tl.int8), 1) > 0
-    return tl.where(has_nan, float("nan"), tl.min(v, 1))
+def _min_propagate(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 """
     ),
     "_argmax_final": Helper(

@@ -20,7 +20,7 @@ from fuseopt.codegen.indexing import Digit, digit_of
 from fuseopt.codegen.schedule import Axis, ComputeLaunch, Placement, Segment, digits_of, pointwise_segments
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Expr, IndexValue, Load, Reduce, Var, walk
+from fuseopt.ir.expr import Binary, Expr, IndexValue, Load, Reduce, Unary, Var, walk
 from fuseopt.ir.graph import Graph
 
 GRID_Y_MAX = 65535  # CUDA's limit on a launch grid's second dimension
@@ -142,7 +142,9 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
             split=chunks,
             part="partial",
         )
-    default, cands = _configs_reduction(launch, options, persistent=persistent, outer=outer)
+    default, cands = _configs_reduction(
+        launch, options, persistent=persistent, outer=outer, sfu=outer and _sfu_per_point(launch)
+    )
     return _tiling(graph, launch, default, cands, options, persistent=persistent)
 
 
@@ -438,22 +440,69 @@ def _configs_unrolled(
 
 
 def _x_contiguous(graph: Graph, launch: ComputeLaunch) -> bool:
-    """Whether most reduced bytes are contiguous along x rather than along r (outer reduction)."""
+    """Whether the tile reads or writes a large share of its data contiguously along x (an outer
+    or transposed reduction), so that rows of x are worth widening.
+
+    Each distinct access counts the elements it touches (a broadcast along x, such as a bias
+    indexed by r, touches only its own few). An access contiguous along x moves XBLOCK elements
+    per memory segment, so narrow tiles waste bandwidth on it (on an H200 a bare transposed float32
+    read ran at 57%, 66% and 73% of the read ceiling with 8, 16 and 32 rows, explore round 10); an
+    access contiguous along r is indifferent to XBLOCK. So half as many bytes along x as along r
+    already decide (softmax_bias_t: the input along x, the output along r).
+    """
     sizes = {a.name: a.numel for a in launch.axes}
-    along_x = along_r = 0
+    produced = launch.producer()
+    seen: set[tuple[str, Expr]] = set()
+    along = {"xindex": 0, "r0_index": 0}
     for p in launch.placements:
         if p.role not in ("inner", "reduction"):
             continue
+        node = p.node
         digits = digits_of(p, sizes)
-        for index, nbytes in _accesses(graph, launch, p):
+        accesses = [(ld.buffer, ld.index) for ld in node.reads() if ld.buffer not in produced]
+        if node.output in launch.stores:
+            accesses.append((node.output, node.store.index))
+        for buf, index in accesses:
             d, _ = _unit_digit(index, digits)
-            if d is None or d.div != 1:
+            if d is None or d.div != 1 or d.base not in along or (buf, index) in seen:
                 continue
-            if d.base == "xindex":
-                along_x += nbytes
-            elif d.base == "r0_index":
-                along_r += nbytes
-    return along_x > along_r
+            seen.add((buf, index))
+            points = _touched(index, node.var_sizes) or node.numel * node.rnumel
+            along[d.base] += points * graph.buffer(buf).dtype.itemsize
+    return along["xindex"] > 0 and 2 * along["xindex"] >= along["r0_index"]
+
+
+def _touched(index: Expr, var_sizes: dict[str, int]) -> int | None:
+    """How many points an affine index can touch: the product of its loop variables' sizes."""
+    f = linear_form(index)
+    n = 1
+    for atom, _ in f.coeffs:
+        if not isinstance(atom, Var):
+            return None
+        n *= var_sizes.get(atom.name, 1)
+    return n
+
+
+# Unary and binary functions that run on the special-function units (exp, log, sqrt, sin, ...).
+_SFU_OPS = frozenset(
+    {"exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh"}
+    | {"sigmoid", "erf", "pow", "atan2"}
+)
+
+
+def _sfu_per_point(launch: ComputeLaunch) -> bool:
+    """Whether some point of the tile (not just a row of x) runs a special-function op: one whose
+    operands vary along r (`exp(x[...r...] - max)` does; `rsqrt(var[x0] + eps)` does not)."""
+    sizes = {a.name: a.numel for a in launch.axes}
+    for p in launch.placements:
+        if p.role not in ("inner", "reduction"):
+            continue
+        per_point = {v for v, d in digits_of(p, sizes).items() if d is not None and d.base != "xindex"}
+        for e in walk(p.node.value):
+            sfu = isinstance(e, (Unary, Binary)) and e.op in _SFU_OPS
+            if sfu and any(isinstance(v, Var) and v.name in per_point for v in walk(e)):
+                return True
+    return False
 
 
 # -- configurations ------------------------------------------------------------------------------
@@ -492,7 +541,7 @@ def _configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig,
 
 
 def _configs_reduction(
-    launch: ComputeLaunch, o: CodegenOptions, *, persistent: bool, outer: bool
+    launch: ComputeLaunch, o: CodegenOptions, *, persistent: bool, outer: bool, sfu: bool = False
 ) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
     xcap = next_power_of_2(launch.axes[0].numel)
     rcap = next_power_of_2(launch.axes[1].numel)
@@ -502,13 +551,25 @@ def _configs_reduction(
         return LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb // 2))
 
     if persistent:
+        # Rows of x hold whole reductions; 8192 elements with 32 a thread, unless the tile is
+        # contiguous along x (a transposed reduction), where wider rows make longer memory
+        # segments: 32768 elements (8 warps, 128 a thread), or 16384 (4 warps) when every point
+        # also runs a special-function op (exp, sigmoid, ...). At 32 x 1024 a program holds
+        # 184-226 registers a thread, one program a multiprocessor, and per-point exps then sit
+        # between each program's load and store with nothing to hide them. On an H200 (explore
+        # rounds 11-14; % of copy, or ms): softmax_bias_t 71% with 8 rows x 8 warps, 76-77% with
+        # 16 x 4, 67% with 32 x 8; layernorm+sigmoid 0.0826 ms with 16 x 8, 0.0857 with 32 x 8;
+        # layernorm_t 78-80% with 16 x 4, 80-81% with 32 x 8; an RMS norm 0.0805 -> 0.0770 ms and
+        # a column mean 0.0506 -> 0.0440 ms from 16 x 4 to 32 x 8.
         rb = rcap
-        target = 16384 if outer else 8192
+        target, per_thread = ((16384 if sfu else 32768), 128) if outer else (8192, 32)
+        xb = max(1, min(xcap, target // rb, o.max_xblock))
         default = LaunchConfig(
-            (("XBLOCK", max(1, min(xcap, target // rb, o.max_xblock))), ("R0_BLOCK", rb)), 1
+            (("XBLOCK", xb), ("R0_BLOCK", rb)), max(1, min(8, xb * rb // (32 * per_thread)))
         )
-        default = LaunchConfig(default.blocks, _warps(default.block("XBLOCK") * rb // 2))
         cands = [cfg(xb, rb) for xb in (1, 2, 4, 8, 16, 32, 64) if 1024 <= xb * rb <= 16384]
+        if outer:
+            cands += [cfg(xb, rb) for xb in (32, 64) if xb * rb == 32768]
         return default, _unique(default, cands)
     # Looped: about four programs per multiprocessor (512 on an H200's 132), else a few
     # programs stream the whole tensor with too few loads in flight (64 programs of 64 rows ran
