@@ -5,6 +5,7 @@ that TRITON_INTERPRET is set before triton loads."""
 
 import json
 import os
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -84,6 +85,20 @@ def close(got, want):
     if not torch.allclose(g, w, rtol=tol, atol=tol):
         err = (g - w).abs().nan_to_num(1e9).max().item()
         raise AssertionError(f"mismatch, max err {err}")
+
+
+PERSISTENT_LAUNCH = r"\[\(\d+,\)\]\(((?:[^)]|\n)*?)XBLOCK=\d+, R0_BLOCK=(\d+), num_warps=\d+"
+
+
+def relaunched(src: str, rows: int, xb: int, nw: int, extra: str = "") -> str:
+    """fuseopt's module source with its one 1D reduction launch at `xb` rows of `rows` and `nw`
+    warps (`extra`: more launch keywords, such as ", maxnreg=128")."""
+    new, n = re.subn(
+        PERSISTENT_LAUNCH, rf"[({rows // xb},)](\1XBLOCK={xb}, R0_BLOCK=\2, num_warps={nw}{extra}", src
+    )
+    if n != 1:
+        raise ValueError(f"{n} reduction launches in the module, not one")
+    return new
 
 
 # ---------------------------------------------------------------- hand kernels

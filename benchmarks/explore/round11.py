@@ -4,7 +4,7 @@
 import json
 import re
 
-from benchmarks.explore.harness import sized
+from benchmarks.explore.harness import relaunched, sized
 from benchmarks.workloads import WORKLOADS
 from fuseopt.codegen import emit_module
 from fuseopt.io.load import load_text
@@ -26,9 +26,12 @@ def turned(src: str) -> str:
     src = src.replace("tl.arange(0, R0_BLOCK)[None, :]", "tl.arange(0, R0_BLOCK)[:, None]")
     src = re.sub(r"tl\.sum\((\w+), 1\)\[:, None\]", r"tl.sum(\1, 0)[None, :]", src)
     src = re.sub(r"_max_final\((\w+)\)\[:, None\]", r"_max_final0(\1)[None, :]", src)
+    src = re.sub(r"tl\.reduce\((\w+), 1, (\w+)\)\[:, None\]", r"tl.reduce(\1, 0, \2)[None, :]", src)
     src = src.replace("\n@triton.jit\ndef triton_per", MAX0 + "\n@triton.jit\ndef triton_per", 1)
     kernel = src.split("def triton_per", 1)[1].split("\ndef _input")[0]
-    if re.search(r"(sum|max|_final)\(.*\)\[:, None\]|XBLOCK\)\[:, None\]|R0_BLOCK\)\[None, :\]", kernel):
+    if re.search(
+        r"(sum|max|_final|reduce)\(.*\)\[:, None\]|XBLOCK\)\[:, None\]|R0_BLOCK\)\[None, :\]", kernel
+    ):
         raise ValueError("the kernel is not fully turned")
     return src
 
@@ -37,13 +40,11 @@ def _variants(name, st, R, C):
     doc, _ = WORKLOADS[name](rows=R, cols=C)
     stage = optimize(load_text(json.dumps(doc), f"{name}.json"))
     src = emit_module(stage.graph, stage.plan)
-    launch = r"\[\(\d+,\)\]\(((?:[^)]|\n)*?)XBLOCK=\d+, R0_BLOCK=(\d+), num_warps=\d+"
     vs, last = {}, {}
     for orient, base in (("xr", src), ("rx", turned(src))):
         for xb, nw in [(8, 8), (16, 8), (16, 4), (32, 8), (8, 4)]:
             xb = min(xb, R)
-            new, n = re.subn(launch, rf"[({R // xb},)](\1XBLOCK={xb}, R0_BLOCK=\2, num_warps={nw}", base)
-            assert n == 1, n
+            new = relaunched(base, R, xb, nw)
             mod = load_module(new)
             vs[f"fuseopt {orient} {xb}x{C} w{nw}"] = lambda mod=mod: last.update(mod.call(st))
     return vs, lambda: last

@@ -4,7 +4,7 @@
 import json
 import re
 
-from benchmarks.explore.harness import sized
+from benchmarks.explore.harness import relaunched, sized
 from benchmarks.workloads import WORKLOADS
 from fuseopt.codegen import emit_module
 from fuseopt.io.load import load_text
@@ -55,14 +55,12 @@ def _source(name, R, C, max_mode):
 
 
 def _variants(name, st, R, C, max_modes, configs):
-    launch = r"\[\(\d+,\)\]\(((?:[^)]|\n)*?)XBLOCK=\d+, R0_BLOCK=(\d+), num_warps=\d+"
     vs, last = {}, {}
     for mm in max_modes:
         base = _source(name, R, C, mm)
         for xb, nw in configs:
             xb = min(xb, R)
-            new, n = re.subn(launch, rf"[({R // xb},)](\1XBLOCK={xb}, R0_BLOCK=\2, num_warps={nw}", base)
-            assert n == 1, n
+            new = relaunched(base, R, xb, nw)
             mod = load_module(new)
             vs[f"fuseopt max:{mm} {xb}x{C} w{nw}"] = lambda mod=mod: last.update(mod.call(st))
     return vs, lambda: last

@@ -1,9 +1,7 @@
 # ruff: noqa: B023, SIM115
 """Round 13 of benchmarks/explore_gpu.py: registers and spills of fuseopt's persistent transposed reductions (softmax with the one-reduction NaN-propagating max, layernorm) at each row count and warp count, printed next to their times."""
 
-import re
-
-from benchmarks.explore.harness import DRY, sized
+from benchmarks.explore.harness import DRY, relaunched, sized
 from benchmarks.explore.round12 import _source
 from fuseopt.runtime.module import load_module
 
@@ -27,13 +25,11 @@ def _compiled(mod):
 
 
 def _variants(name, st, R, C, max_mode):
-    launch = r"\[\(\d+,\)\]\(((?:[^)]|\n)*?)XBLOCK=\d+, R0_BLOCK=(\d+), num_warps=\d+"
     base = _source(name, R, C, max_mode)
     vs, last = {}, {}
     for xb, nw in CONFIGS:
         xb = min(xb, R)
-        new, n = re.subn(launch, rf"[({R // xb},)](\1XBLOCK={xb}, R0_BLOCK=\2, num_warps={nw}", base)
-        assert n == 1, n
+        new = relaunched(base, R, xb, nw)
         mod = load_module(new)
 
         def call(mod=mod, label=f"{name} {xb}x{C} w{nw}"):

@@ -5,7 +5,7 @@ import re
 
 import torch
 
-from benchmarks.explore.harness import DRY, close, sized
+from benchmarks.explore.harness import DRY, close, relaunched, sized
 from fuseopt.codegen import emit_module
 from fuseopt.interp import make_inputs, run_graph
 from fuseopt.io.load import load_text
@@ -56,7 +56,6 @@ nodes:
 
 def _variants(st, R, C):
     dev = st["x"].device
-    launch = r"\[\(\d+,\)\]\(((?:[^)]|\n)*?)XBLOCK=\d+, R0_BLOCK=(\d+), num_warps=\d+"
     vs = {}
     for gname, text in _graphs(R, C).items():
         g = load_text(f"name: {gname.replace('+', '_')}\n" + text, f"{gname}.yaml")
@@ -69,8 +68,7 @@ def _variants(st, R, C):
         print(f"{gname}: default launch {default.group(0) if default else None}", flush=True)
         for xb, nw in CONFIGS:
             xb = min(xb, R)
-            new, n = re.subn(launch, rf"[({R // xb},)](\1XBLOCK={xb}, R0_BLOCK=\2, num_warps={nw}", src)
-            assert n == 1, n
+            new = relaunched(src, R, xb, nw)
             mod = load_module(new)
             got = mod.call(inputs)
             for b in g.outputs:

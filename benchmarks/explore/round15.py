@@ -1,9 +1,7 @@
 # ruff: noqa: B023, SIM115
 """Round 15 of benchmarks/explore_gpu.py: a register cap (`maxnreg`) on fuseopt's transposed persistent reductions, so that more programs share a multiprocessor (16 rows x 4 warps hold 190-198 registers a thread, two programs; 32 x 8 hold 184-226, one), against the uncapped launch."""
 
-import re
-
-from benchmarks.explore.harness import DRY, sized
+from benchmarks.explore.harness import DRY, relaunched, sized
 from benchmarks.explore.round12 import _source
 from fuseopt.runtime.module import load_module
 
@@ -20,14 +18,12 @@ CONFIGS = [
 
 
 def _variants(name, st, R, C):
-    launch = r"\[\(\d+,\)\]\(((?:[^)]|\n)*?)XBLOCK=\d+, R0_BLOCK=(\d+), num_warps=\d+"
     base = _source(name, R, C, "propagate")
     vs, last = {}, {}
     for xb, nw, cap in CONFIGS:
         xb = min(xb, R)
         extra = "" if cap is None or DRY else f", maxnreg={cap}"
-        new, n = re.subn(launch, rf"[({R // xb},)](\1XBLOCK={xb}, R0_BLOCK=\2, num_warps={nw}{extra}", base)
-        assert n == 1, n
+        new = relaunched(base, R, xb, nw, extra)
         mod = load_module(new)
         vs[f"fuseopt {xb}x{C} w{nw} maxnreg {cap}"] = lambda mod=mod: last.update(mod.call(st))
     return vs, lambda: last
