@@ -377,6 +377,57 @@ def test_split_reduction_every_kind() -> None:
     assert "[(2, 2)](" in src  # at least 2 blocks a chunk: 2 chunks
 
 
+def test_split_reduction_autotune_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--autotune on a split reduction: the partial kernel's candidates keep the chunks and an
+    R0_BLOCK dividing a chunk, the grid's chunk dimension is fixed, and every candidate, launched
+    as the fixed config, matches the interpreter."""
+    import fuseopt.codegen.wrapper as wrapper
+
+    g = graph(SPLIT_KINDS)
+    plan = plan_of(g, [[f"n{i}" for i in range(8)]])
+    opts = dataclasses.replace(SPLIT, max_r0_block=4, max_xblock=8)
+    src = emit_module(g, plan, options=dataclasses.replace(opts, autotune=True))
+    partial = src.split("@triton.jit\ndef triton_")[0].split("@triton.autotune(")[1]
+    configs = re.findall(r'triton\.Config\(\{"XBLOCK": (\d+), "R0_BLOCK": (\d+)\}', partial)
+    assert configs == [("8", "4"), ("8", "2"), ("4", "4")]  # the default first
+    assert all(4 % int(r) == 0 for _, r in configs)  # chunks of 4: R0_BLOCK divides them
+    assert '[_grid({"XBLOCK": 6}, {"": 4})](' in src
+    grid = load_module(src)._grid({"XBLOCK": 6}, {"": 4})  # the launch grid autotune computes
+    assert grid({"XBLOCK": 4, "R0_BLOCK": 2}) == (2, 4) and grid({"XBLOCK": 8, "R0_BLOCK": 4}) == (1, 4)
+
+    real = wrapper.choose_tiling
+    tried = []
+    for i in range(len(configs)):
+
+        def one(graph_, launch, options, i=i):  # the i-th candidate as the fixed launch
+            t = real(graph_, launch, dataclasses.replace(options, autotune=True))
+            if t.part != "partial":
+                return dataclasses.replace(t, autotune=())
+            tried.append(t.autotune[i])
+            return dataclasses.replace(t, config=t.autotune[i], autotune=())
+
+        monkeypatch.setattr(wrapper, "choose_tiling", one)
+        check(g, plan, opts)
+    assert len(set(tried)) == len(configs)
+    monkeypatch.undo()
+    # 15 blocks of 256 in 3 chunks of 5 blocks: R0_BLOCK 512 would cross into the next chunk
+    col = """
+format: fuseopt-graph/1
+name: colsum
+buffers:
+  x: {shape: [3840, 64], dtype: float32, role: input}
+  s: {shape: [64], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i, 64]], reduce: [[r, 3840]], store: "s[i]", value: "sum(x[64*r + i])"}
+"""
+    src = emit_module(graph(col), unfused_plan(graph(col)), autotune=True)
+    m = re.search(r"range\(rsplit \* (\d+),", src)
+    blocks = {
+        int(r) for r in re.findall(r'"R0_BLOCK": (\d+)', src.split("@triton.autotune(")[1].split("def ")[0])
+    }
+    assert m is not None and int(m.group(1)) == 1280 and blocks == {128, 256}
+
+
 def test_split_reduction_not_for_argmax_or_a_second_loop() -> None:
     text = SPLIT_KINDS.replace('"max(y[16*i + r])"', '"argmax(y[16*i + r])"').replace(
         "mx:   {shape: [6], dtype: float32", "mx:   {shape: [6], dtype: int64"

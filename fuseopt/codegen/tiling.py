@@ -131,13 +131,14 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
     outer = _x_contiguous(graph, launch)
     split = None if persistent else _split(launch, options)
     if split is not None:
-        cfg, chunks = split
+        cfg, chunks, cands = split
+        autotune = cands if options.autotune else ()
         return Tiling(
             launch,
             False,
             cfg,
-            (),
-            _masked(launch, (cfg,)),
+            autotune,
+            _masked(launch, autotune or (cfg,)),
             _index_dtype(graph, launch),
             split=chunks,
             part="partial",
@@ -610,8 +611,11 @@ def _splittable(launch: ComputeLaunch) -> bool:
     return True
 
 
-def _split(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, int] | None:
-    """(config, chunks) of a split reduction, or None to keep one program per x tile.
+def _split(
+    launch: ComputeLaunch, o: CodegenOptions
+) -> tuple[LaunchConfig, int, tuple[LaunchConfig, ...]] | None:
+    """(config, chunks, autotune candidates) of a split reduction, or None to keep one program
+    per x tile.
 
     Split when the x tiles alone give fewer than `split_programs` programs (an outer reduction
     over few columns, a row sum over few rows). The tile is 32 wide in x, so that an access
@@ -641,8 +645,27 @@ def _split(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, int]
                 break
     if chunks < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
         return None
-    cfg = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), max(1, min(8, xb * rb // 512)))
-    return cfg, chunks
+
+    def cfg(x: int, r: int) -> LaunchConfig:
+        return LaunchConfig((("XBLOCK", x), ("R0_BLOCK", r)), max(1, min(8, x * r // 512)))
+
+    # Candidates keep the chunks (the grid's second dimension and the partials' layout) and an
+    # R0_BLOCK that divides a chunk (the chunk loop has no r mask): the tile halved or doubled
+    # along either axis, and the same elements spread the other way.
+    chunk = rnumel // chunks
+    xcap, rcap = min(o.max_xblock, next_power_of_2(xnumel)), min(o.max_r0_block, next_power_of_2(rnumel))
+    cands = [cfg(xb, rb)]
+    for x, r in (
+        (xb, rb // 2),
+        (xb, rb * 2),
+        (xb // 2, rb),
+        (xb * 2, rb),
+        (xb * 2, rb // 2),
+        (xb // 2, rb * 2),
+    ):
+        if 1 <= x <= xcap and 1 <= r <= rcap and chunk % r == 0 and cfg(x, r) not in cands:
+            cands.append(cfg(x, r))
+    return cands[0], chunks, tuple(cands)
 
 
 def finish_tiling(t: Tiling, o: CodegenOptions) -> Tiling:

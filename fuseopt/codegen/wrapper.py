@@ -57,14 +57,14 @@ def _default_device() -> torch.device:
 _GRID = '''\
 def _grid(*dims: dict[str, int]):
     """Launch grid of an autotuned kernel, for the config's block sizes: per grid dimension, the
-    product of its axes' tile counts."""
+    product of its axes' tile counts (a block named "" is a fixed count, a split's chunks)."""
 
     def grid(meta: dict[str, int]) -> tuple[int, ...]:
         out = []
         for dim in dims:
             n = 1
             for block, numel in dim.items():
-                n *= triton.cdiv(numel, meta[block])
+                n *= triton.cdiv(numel, meta[block]) if block else numel
             out.append(n)
         return tuple(out)
 
