@@ -453,8 +453,12 @@ def test_workload_launches_at_full_size() -> None:
         st = optimize(load_text(json.dumps(doc), f"{name}.json"))
         return emit_module(st.graph, st.plan)
 
-    tlm = source("three_layouts_mean")  # outer reduction over 8192 columns: 256 x tiles, 16 chunks
-    assert "[(256, 16)](" in tlm and "XBLOCK=32, R0_BLOCK=64, num_warps=4" in tlm
+    # outer reduction over 8192 columns: 256 x tiles, 16 chunks of 256 points, one R0_BLOCK each
+    tlm = source("three_layouts_mean")
+    assert "[(256, 16)](" in tlm and "XBLOCK=32, R0_BLOCK=256, num_warps=8" in tlm
+    assert "range(rsplit * 256, (rsplit + 1) * 256, R0_BLOCK)" in tlm
+    tsum = source("tsum")  # 128 x tiles, 16 chunks of 512 points, two R0_BLOCKs each
+    assert "[(128, 16)](" in tsum and "XBLOCK=32, R0_BLOCK=256, num_warps=8" in tsum
     apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
     assert "[(64, 64)](x, y, out, 4096, 8192, YBLOCK=64, XBLOCK=128, num_warps=4)" in apbt
     assert apbt.count('eviction_policy="evict_last"') == 2

@@ -1,5 +1,5 @@
 # ruff: noqa: B023, SIM115
-"""Round 16 of benchmarks/explore_gpu.py: fuseopt's module emitted with --autotune (split reductions' partial kernels now autotuned too) next to its fixed launch, every workload."""
+"""Round 16 of benchmarks/explore_gpu.py: fuseopt's module emitted with --autotune (split reductions' partial kernels now autotuned too) next to its fixed launch, every workload; the configs autotuning picked (BEST_CONFIG lines of the log)."""
 
 import json
 
@@ -20,7 +20,16 @@ def _autotuned(name):
             emit_module(stage.graph, stage.plan, autotune=True)
             return {}, lambda: last
         mod = load_module(emit_module(stage.graph, stage.plan, autotune=True))
-        return {"fuseopt --autotune": lambda: last.update(mod.call(st))}, lambda: last
+
+        def call():
+            last.update(mod.call(st))
+            if not last.get("_printed"):
+                for kname, k in sorted(vars(mod).items()):
+                    if getattr(k, "best_config", None) is not None:
+                        print(f"BEST_CONFIG {name} {kname}: {k.best_config}", flush=True)
+            last["_printed"] = True
+
+        return {"fuseopt --autotune": call}, lambda: {k: v for k, v in last.items() if k != "_printed"}
 
     return variants
 

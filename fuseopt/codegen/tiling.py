@@ -619,12 +619,14 @@ def _split(
 
     Split when the x tiles alone give fewer than `split_programs` programs (an outer reduction
     over few columns, a row sum over few rows). The tile is 32 wide in x, so that an access
-    contiguous along x moves 128 bytes per row, and R0_BLOCK holds ~8192 elements of tile-wide
-    accesses (so an access contiguous along r moves >= 128 bytes too); one warp per 512
-    elements. Chunks: the fewest that reach `split_programs` programs, each chunk a whole number
-    of R0_BLOCKs (no r mask) and at least `split_min_r_blocks` of them. On an H200
-    (benchmarks/results): three_layouts_mean 16 x 256 programs, 0.156 -> 0.139 ms;
-    tsum 16 x 128, unchanged at 83% of copy."""
+    contiguous along x moves 128 bytes per row. Chunks are counted in blocks of ~8192 elements
+    of tile-wide accesses: the fewest chunks that reach `split_programs` programs, each a whole
+    number of blocks (no r mask) and at least `split_min_r_blocks` of them. The loop's R0_BLOCK
+    is then widened within a chunk, up to 256 points and 32768 elements of tile-wide accesses
+    (an access contiguous along r moves 1 KB of float32); one warp per 512 elements, at most 8.
+    On an H200: three_layouts_mean 16 x 256 programs, 0.156 -> 0.139 ms (benchmarks/results);
+    its R0_BLOCK 64 -> 256 (8 warps), 0.1480-0.1485 -> 0.1399 ms, 86% -> 91% of copy, and
+    tsum's 128 -> 256, 0.0781-0.0784 -> 0.0772-0.0773 ms (explore round 17, twice)."""
     if not o.split_programs or not _splittable(launch):
         return None
     xnumel, rnumel = launch.axes[0].numel, launch.axes[1].numel
@@ -645,6 +647,11 @@ def _split(
                 break
     if chunks < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
         return None
+    chunk = rnumel // chunks
+    wide = max(1, min(o.max_r0_block, 256, _prev_power_of_2(max(1, 32768 // (xb * _tile_accesses(launch))))))
+    while wide > rb and chunk % wide:
+        wide //= 2
+    rb = max(rb, wide)
 
     def cfg(x: int, r: int) -> LaunchConfig:
         return LaunchConfig((("XBLOCK", x), ("R0_BLOCK", r)), max(1, min(8, x * r // 512)))
@@ -652,7 +659,6 @@ def _split(
     # Candidates keep the chunks (the grid's second dimension and the partials' layout) and an
     # R0_BLOCK that divides a chunk (the chunk loop has no r mask): the tile halved or doubled
     # along either axis, and the same elements spread the other way.
-    chunk = rnumel // chunks
     xcap, rcap = min(o.max_xblock, next_power_of_2(xnumel)), min(o.max_r0_block, next_power_of_2(rnumel))
     cands = [cfg(xb, rb)]
     for x, r in (
