@@ -506,7 +506,8 @@ nodes:
 def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str, launch: str) -> None:
     """A transposed input widens the persistent tile even though the bias (indexed by r alone)
     and the output are contiguous along r: the bias counts its 1024 elements, not 64 x 1024.
-    An exp at every point keeps it at 16 rows; a sqrt of a row's sum alone does not."""
+    An exp at every point keeps it at 16 rows; a sqrt of a row's sum alone does not. Each default
+    launch runs against the interpreter."""
     from fuseopt.io.load import load_text
     from fuseopt.passes.pipeline import optimize
 
@@ -514,7 +515,9 @@ def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str,
     text = SOFTMAX_ROWS.format(layout=layout, xr=xr, xj=xj, fn=fn, row=row)
     st = optimize(load_text(text, "softmax.yaml"))
     assert len(st.plan.kernels) == 1
-    assert launch in emit_module(st.graph, st.plan)
+    src = emit_module(st.graph, st.plan)
+    assert launch in src
+    compare_with_reference(st.graph, st.plan, source=src)  # the default launch, run
 
 
 def test_pointwise_straddling_the_reduction_split() -> None:
