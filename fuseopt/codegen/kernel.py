@@ -618,6 +618,10 @@ class KernelEmitter:
         assert e.dtype is not None
         if isinstance(e, Const):
             return Val(literal_text(e.value, e.dtype), e.dtype, const=e.value)
+        if self.walk is not None and isinstance(e, Binary):
+            carried = self.walk.prefix(e, ctx, conds)
+            if carried is not None:
+                return carried
         if isinstance(e, Load):
             return self.load(e, ctx, conds)
         if isinstance(e, IndexValue):

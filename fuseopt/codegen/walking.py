@@ -4,8 +4,11 @@ rows and carries values from one row to the next (which values: `codegen.window`
 A program covers XBLOCK points of a row and walks YBLOCK consecutive rows from the band's first
 row (`yoffset`). A load whose element another load read one row earlier is a loop-carried
 variable, loaded before the loop at the first row; an unrolled reduction whose points fall into
-rows of the window carries the rows' partial results instead. At the end of each row every
-carried variable takes its value for the next row.
+rows of the window carries the rows' partial results instead. A pointwise subexpression whose
+loads are all carried (the head of a pooling window's chain of additions) is carried whole: each
+row computes it for the next row from the loads it would be carried from, with the same
+operations in the same order (so the same rounding), and the loads it alone used are no longer
+carried. At the end of each row every carried variable takes its value for the next row.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from fuseopt.codegen.common import TL_DTYPE, CodegenError
 from fuseopt.codegen.values import LoopBlock, Val
 from fuseopt.codegen.window import Key, KeyContext, Walk, WindowLoad, load_key, row_groups, value_key
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Load, Reduce
+from fuseopt.ir.expr import Binary, Cast, Const, Expr, Load, Masked, Reduce, Unary
 
 if TYPE_CHECKING:
     from fuseopt.codegen.kernel import KernelEmitter, _NodeCtx
@@ -35,6 +38,9 @@ class RowWalk:
         self.partial_updates: list[tuple[str, Val]] = []  # (carried partial result, next value)
         self.carried_points = 0  # reduction points carried in partial results
         self.first_row: Val | None = None
+        self.prefixes: dict[tuple[str, Expr], Val] = {}  # carried subexpressions' variables
+        self.prefix_next: list[tuple[Val, Expr, _NodeCtx]] = []  # (variable, next row's expr, node)
+        self.plain = False  # emitting a prefix's own operations: no prefix carried inside
 
     # -- the loop ----------------------------------------------------------------------------------
     def prologue(self) -> None:
@@ -66,6 +72,10 @@ class RowWalk:
         partial result of the row before): every update runs before any update of a variable it
         reads."""
         em = self.em
+        with self.plain_values():
+            for var, nxt, ctx in self.prefix_next:
+                self.partial_updates.append((var.text, em.value(nxt, ctx, ())))
+            self._load_sources()
         updates: list[tuple[str, Val]] = []
         for key, var in self.carried.items():
             src = self.row_values.get(self.carry[key])
@@ -101,6 +111,42 @@ class RowWalk:
         finally:
             em.axis_val["y"] = row
 
+    def _load_sources(self) -> None:
+        """Loads that carried variables take their next value from but that the row no longer
+        emits (they were only part of a carried subexpression), emitted in the row."""
+        em = self.em
+        while True:
+            missing = [k for k in self.carried if self.carry[k] not in self.row_values]
+            if not missing:
+                return
+            for key in missing:
+                src = self.carry[key]
+                for ctx in em.ctxs.values():
+                    leaf = next(
+                        (
+                            x
+                            for x, k in (self._leaves(ctx.p.node.value, ctx, inner=True) or {}).items()
+                            if k == src
+                        ),
+                        None,
+                    )
+                    if leaf is not None:
+                        em.value(leaf, ctx, ())
+                        break
+                if src not in self.row_values:
+                    raise CodegenError(
+                        f"plan kernel {em.launch.plan_kernel!r}: a sliding-window load has no source in the row"
+                    )
+
+    @contextmanager
+    def plain_values(self) -> Iterator[None]:
+        """Values emitted inside carry no subexpression of their own."""
+        before, self.plain = self.plain, True
+        try:
+            yield
+        finally:
+            self.plain = before
+
     def carry_var(self, first: Val) -> Val:
         """A loop-carried variable holding `first` before the loop."""
         name = self.em.fresh("win")
@@ -110,8 +156,8 @@ class RowWalk:
     def counts(self) -> tuple[int, int]:
         """(values a row takes from the row before, values a row needs): loads carried plus
         reduction points carried in partial results, over distinct loads plus those points."""
-        loads = len({ld.key for ld in self.loads})
-        return len(self.carried) + self.carried_points, loads + self.carried_points
+        loads = len({ld.key for ld in self.loads}) + self.carried_points + len(self.prefixes)
+        return len(self.carried) + self.carried_points + len(self.prefixes), loads
 
     # -- loads ---------------------------------------------------------------------------------------
     def key_context(self, ctx: _NodeCtx, point: int | None) -> KeyContext:
@@ -155,6 +201,76 @@ class RowWalk:
         if key is not None:
             self.row_values.setdefault(key, out)
 
+    # -- carried subexpressions ----------------------------------------------------------------------
+    def prefix(self, e: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val | None:
+        """A pointwise subexpression of the row (outside any mask) whose loads are all carried, as
+        one loop-carried variable (None: emit it as usual). Before the loop it takes the
+        subexpression at the band's first row; each row then computes it for the next row with
+        every load replaced by the load it is carried from (`close`)."""
+        em = self.em
+        if (
+            self.plain
+            or conds
+            or em.cond_exprs
+            or em.t.unroll
+            or em.loop is None
+            or not isinstance(e, Binary)
+        ):
+            return None
+        hit = self.prefixes.get((ctx.p.node.name, e))
+        if hit is not None:
+            return hit
+        leaves = self._leaves(e, ctx)
+        if leaves is None or len(leaves) < 2 or any(k not in self.carry for k in leaves.values()):
+            return None
+        known = self._leaves(ctx.p.node.value, ctx, inner=True) or {}
+        by_key = {k: leaf for leaf, k in known.items()}
+        mapping = {leaf: by_key.get(self.carry[k]) for leaf, k in leaves.items()}
+        if any(src is None for src in mapping.values()):
+            return None
+        # Not worth it when a load carried outside the subexpression takes its value from one
+        # that only the subexpression reads: the row would have to load that one anyway.
+        inside = set(leaves.values())
+        sources = {self.carry[k] for k in inside}
+        for k in set(known.values()) - inside:
+            if k in self.carry and self.carry[k] in inside - sources:
+                return None
+        with self.plain_values(), self.at_first_row():
+            first = em.value(e, ctx, ())
+        var = self.carry_var(first)
+        self.prefixes[(ctx.p.node.name, e)] = var
+        self.prefix_next.append((var, _substitute(e, mapping), ctx))
+        return var
+
+    def _leaves(self, e: Expr, ctx: _NodeCtx, *, inner: bool = False) -> dict[Expr, Key] | None:
+        """The loads of a pointwise expression (a load, or a masked load reading 0 where its
+        condition fails) with their keys at this row; None if it holds any other kind of value
+        or a load without a key. With `inner`, every such load anywhere inside `e` instead (the
+        loads a carried subexpression can be carried from)."""
+        out: dict[Expr, Key] = {}
+        kc = self.key_context(ctx, None)
+        opaque = set(self.em.launch.stores) | set(self.em.produced)
+        stack = [e]
+        while stack:
+            x = stack.pop()
+            leaf: Expr = x
+            conds: tuple[Expr, ...] = ()
+            if isinstance(x, Masked) and isinstance(x.body, Load) and isinstance(x.other, Const):
+                leaf, conds = x.body, (x.cond,)
+                if x.other.value != 0:
+                    leaf = x  # not a load of the window
+            if isinstance(leaf, Load):
+                key = None if leaf.buffer in opaque else load_key(leaf.buffer, leaf.index, conds, kc, 0)
+                if key is not None:
+                    out[x] = key
+                    continue
+            elif inner or isinstance(x, Binary | Unary | Cast | Const):
+                stack.extend(x.children())
+                continue
+            if not inner:
+                return None
+        return out
+
     # -- unrolled reductions -----------------------------------------------------------------------
     def unrolled(
         self, p: Placement, combine: str, acc: DType, point_values: Callable[[list[int]], Val]
@@ -194,3 +310,12 @@ class RowWalk:
             now.append(value_key(red.x, kc, 0, opaque))
             before.append(value_key(red.x, kc, -1, opaque))
         return row_groups(now, before)
+
+
+def _substitute(e: Expr, mapping: Mapping[Expr, Expr | None]) -> Expr:
+    """`e` with each of its subexpressions found in `mapping` replaced (outermost first)."""
+    hit = mapping.get(e)
+    if hit is not None:
+        return hit
+    kids = e.children()
+    return e.with_children(tuple(_substitute(k, mapping) for k in kids)) if kids else e
