@@ -41,6 +41,7 @@ class RowWalk:
         self.prefixes: dict[tuple[str, Expr], Val] = {}  # carried subexpressions' variables
         self.prefix_next: list[tuple[Val, Expr, _NodeCtx]] = []  # (variable, next row's expr, node)
         self.plain = False  # emitting a prefix's own operations: no prefix carried inside
+        self.leaf_keys: dict[tuple[str, Expr], Key | None] = {}
 
     # -- the loop ----------------------------------------------------------------------------------
     def prologue(self) -> None:
@@ -220,8 +221,8 @@ class RowWalk:
         hit = self.prefixes.get((ctx.p.node.name, e))
         if hit is not None:
             return hit
-        leaves = self._leaves(e, ctx)
-        if leaves is None or len(leaves) < 2 or any(k not in self.carry for k in leaves.values()):
+        leaves = self._leaves(e, ctx, carried=True)
+        if leaves is None or len(leaves) < 2:
             return None
         known = self._leaves(ctx.p.node.value, ctx, inner=True) or {}
         by_key = {k: leaf for leaf, k in known.items()}
@@ -242,34 +243,45 @@ class RowWalk:
         self.prefix_next.append((var, _substitute(e, mapping), ctx))
         return var
 
-    def _leaves(self, e: Expr, ctx: _NodeCtx, *, inner: bool = False) -> dict[Expr, Key] | None:
+    def _leaves(
+        self, e: Expr, ctx: _NodeCtx, *, inner: bool = False, carried: bool = False
+    ) -> dict[Expr, Key] | None:
         """The loads of a pointwise expression (a load, or a masked load reading 0 where its
-        condition fails) with their keys at this row; None if it holds any other kind of value
-        or a load without a key. With `inner`, every such load anywhere inside `e` instead (the
-        loads a carried subexpression can be carried from)."""
+        condition fails) with their keys at this row; None if it holds any other kind of value,
+        a load without a key, or (with `carried`) a load that is not carried. With `inner`, every
+        such load anywhere inside `e` instead (the loads a carried subexpression can be carried
+        from)."""
         out: dict[Expr, Key] = {}
-        kc = self.key_context(ctx, None)
-        opaque = set(self.em.launch.stores) | set(self.em.produced)
         stack = [e]
         while stack:
             x = stack.pop()
-            leaf: Expr = x
-            conds: tuple[Expr, ...] = ()
-            if isinstance(x, Masked) and isinstance(x.body, Load) and isinstance(x.other, Const):
-                leaf, conds = x.body, (x.cond,)
-                if x.other.value != 0:
-                    leaf = x  # not a load of the window
-            if isinstance(leaf, Load):
-                key = None if leaf.buffer in opaque else load_key(leaf.buffer, leaf.index, conds, kc, 0)
-                if key is not None:
+            if isinstance(x, Masked | Load):
+                key = self._leaf_key(x, ctx)
+                if key is not None and not (carried and key not in self.carry):
                     out[x] = key
                     continue
-            elif inner or isinstance(x, Binary | Unary | Cast | Const):
+            if inner or isinstance(x, Binary | Unary | Cast | Const):
                 stack.extend(x.children())
-                continue
-            if not inner:
+            elif not inner:
                 return None
         return out
+
+    def _leaf_key(self, x: Masked | Load, ctx: _NodeCtx) -> Key | None:
+        """A leaf's load key at this row (cached: a chain's leaves are visited once per
+        enclosing operation)."""
+        cache_key = (ctx.p.node.name, x)
+        if cache_key not in self.leaf_keys:
+            leaf: Expr = x
+            conds: tuple[Expr, ...] = ()
+            zero = isinstance(x, Masked) and isinstance(x.other, Const) and x.other.value == 0
+            if isinstance(x, Masked) and isinstance(x.body, Load) and zero:
+                leaf, conds = x.body, (x.cond,)
+            key = None
+            opaque = set(self.em.launch.stores) | set(self.em.produced)
+            if isinstance(leaf, Load) and leaf.buffer not in opaque:
+                key = load_key(leaf.buffer, leaf.index, conds, self.key_context(ctx, None), 0)
+            self.leaf_keys[cache_key] = key
+        return self.leaf_keys[cache_key]
 
     # -- unrolled reductions -----------------------------------------------------------------------
     def unrolled(
