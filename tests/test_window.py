@@ -18,7 +18,7 @@ from fuseopt.codegen.window import KeyContext, Walk, WindowLoad, carry_plan, con
 from fuseopt.io.load import load_text
 from fuseopt.ir.expr import Binary, Const, Load, Var
 from fuseopt.passes.pipeline import optimize
-from tests.strategies import WINDOW, check, graph, unfused_plan
+from tests.strategies import WINDOW, check, graph, plan_of, unfused_plan
 
 CARRIED = re.compile(r"sliding window, (\d+) rows a program, (\d+) of (\d+) row loads carried")
 
@@ -210,6 +210,32 @@ def test_three_by_three_window_carries_its_head_and_three_loads() -> None:
         assert re.search(r"tmp\d+ = win0 \+ tmp\d+\n", loop), loop
         # next row's head: the chain's first six terms from the rows' three carried and three new loads
         assert re.search(r"win0 = tmp\d+\n\s+win1 = tmp\d+\n\s+win2 = tmp\d+\n\s+win3 = tmp\d+", loop), loop
+
+
+def test_carried_head_keeps_the_sources_of_other_nodes() -> None:
+    """A second node of the kernel reads x two rows up, carried from the row above, a term only
+    the first node's carried head reads: that load still runs every row, as the carry's source
+    (three rows of x[., w] chained through the row), and both outputs match the reference."""
+    offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
+    doc = stencil_doc(2, 6, 5, 3, "nhwc", offsets, "float32", "sum")
+    base = "c + 3*w + 15*h + 90*n"
+    doc["buffers"]["out2"] = {"shape": [2, 6, 5, 3], "dtype": "float32", "role": "output"}
+    doc["nodes"].append(
+        {
+            "name": "n1",
+            "loops": doc["nodes"][0]["loops"],
+            "store": f"out2[{base}]",
+            "value": f"5.0 * masked((h - 2 >= 0) & (h - 2 < 6) & (w + 0 >= 0) & (w + 0 < 5), x[{base} - 30], 0.0)",
+        }
+    )
+    g = load_text(json.dumps(doc), "two.json")
+    src = check(g, plan_of(g, [["n0", "n1"]]), WINDOW)
+    m = CARRIED.search(src)
+    # n0's head, its three loads of row h, and x[h - 1, w] (the source of n1's x[h - 2, w])
+    assert m is not None and (m.group(2), m.group(3)) == ("6", "9"), src
+    loop = src[src.index("for ywalk in range(YBLOCK):") :]
+    assert loop.count("tl.load(") == 3
+    assert re.search(r"(win\d+) = (win\d+)\n(?:.*\n)*?\s+\2 = win\d+", loop), loop
 
 
 def test_no_window_without_overlap_between_rows() -> None:
