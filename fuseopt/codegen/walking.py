@@ -69,9 +69,9 @@ class RowWalk:
         em.axis_val["y"] = em.emit("yoffset + ywalk", [self.first_row, step], em.idt, name="yindex", axes=())
 
     def close(self) -> None:
-        """Each carried variable takes its value for the next row (its source load's value, or the
-        partial result of the row before): every update runs before any update of a variable it
-        reads."""
+        """Each carried variable takes its value for the next row (its source load's value, the
+        partial result of the row before, or a carried subexpression computed for the next row):
+        every update runs before any update of a variable it reads."""
         em = self.em
         with self.plain_values():
             for var, nxt, ctx in self.prefix_next:
