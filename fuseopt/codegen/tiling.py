@@ -180,15 +180,16 @@ def _masked(launch: ComputeLaunch, configs: tuple[LaunchConfig, ...]) -> tuple[s
 
 
 # -- accesses ---------------------------------------------------------------------------------
-def _accesses(graph: Graph, launch: ComputeLaunch, p: Placement) -> Iterator[tuple[Expr, int]]:
-    """(index, bytes) of each global memory access of a placed node (fused reads excluded)."""
+def _accesses(graph: Graph, launch: ComputeLaunch, p: Placement) -> Iterator[tuple[str, Expr, int]]:
+    """(buffer, index, bytes) of each global memory access of a placed node (fused reads
+    excluded)."""
     produced = launch.producer()
     node = p.node
     for ld in node.reads():
         if ld.buffer not in produced:
-            yield ld.index, graph.buffer(ld.buffer).dtype.itemsize * node.numel * node.rnumel
+            yield ld.buffer, ld.index, graph.buffer(ld.buffer).dtype.itemsize * node.numel * node.rnumel
     if node.output in launch.stores:
-        yield node.store.index, graph.buffer(node.output).dtype.itemsize * node.numel
+        yield node.output, node.store.index, graph.buffer(node.output).dtype.itemsize * node.numel
 
 
 def _unit_digit(index: Expr, digits: dict[str, Digit | None]) -> tuple[Digit | None, bool]:
@@ -218,7 +219,7 @@ def _maybe_2d(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> C
     weights: dict[int, int] = {}
     for p in launch.placements:
         digits = digits_of(p, {"x": numel})
-        for index, nbytes in _accesses(graph, launch, p):
+        for _, index, nbytes in _accesses(graph, launch, p):
             d, fastest = _unit_digit(index, digits)
             if d is None:
                 continue
@@ -452,36 +453,24 @@ def _x_contiguous(graph: Graph, launch: ComputeLaunch) -> bool:
     already decide (softmax_bias_t: the input along x, the output along r).
     """
     sizes = {a.name: a.numel for a in launch.axes}
-    produced = launch.producer()
     seen: set[tuple[str, Expr]] = set()
     along = {"xindex": 0, "r0_index": 0}
     for p in launch.placements:
         if p.role not in ("inner", "reduction"):
             continue
-        node = p.node
         digits = digits_of(p, sizes)
-        accesses = [(ld.buffer, ld.index) for ld in node.reads() if ld.buffer not in produced]
-        if node.output in launch.stores:
-            accesses.append((node.output, node.store.index))
-        for buf, index in accesses:
-            d, _ = _unit_digit(index, digits)
+        for buf, index, _ in _accesses(graph, launch, p):
+            d, _ = _unit_digit(index, digits)  # None unless the index is affine in loop variables
             if d is None or d.div != 1 or d.base not in along or (buf, index) in seen:
                 continue
             seen.add((buf, index))
-            points = _touched(index, node.var_sizes) or node.numel * node.rnumel
-            along[d.base] += points * graph.buffer(buf).dtype.itemsize
+            along[d.base] += _touched(index, p.node.var_sizes) * graph.buffer(buf).dtype.itemsize
     return along["xindex"] > 0 and 2 * along["xindex"] >= along["r0_index"]
 
 
-def _touched(index: Expr, var_sizes: dict[str, int]) -> int | None:
-    """How many points an affine index can touch: the product of its loop variables' sizes."""
-    f = linear_form(index)
-    n = 1
-    for atom, _ in f.coeffs:
-        if not isinstance(atom, Var):
-            return None
-        n *= var_sizes.get(atom.name, 1)
-    return n
+def _touched(index: Expr, var_sizes: dict[str, int]) -> int:
+    """How many points an affine index of loop variables can touch: the product of their sizes."""
+    return prod(var_sizes.get(atom.name, 1) for atom, _ in linear_form(index).coeffs if isinstance(atom, Var))
 
 
 # Unary and binary functions that run on the special-function units (exp, log, sqrt, sin, ...).

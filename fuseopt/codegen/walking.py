@@ -116,24 +116,15 @@ class RowWalk:
         """Loads that carried variables take their next value from but that the row no longer
         emits (they were only part of a carried subexpression), emitted in the row."""
         em = self.em
-        while True:
-            missing = [k for k in self.carried if self.carry[k] not in self.row_values]
-            if not missing:
-                return
-            for key in missing:
-                src = self.carry[key]
+        leaves: dict[Key, tuple[Expr, _NodeCtx]] = {}
+        while missing := [self.carry[k] for k in self.carried if self.carry[k] not in self.row_values]:
+            if not leaves:  # the kernel's loads by key, first node first (only when needed)
                 for ctx in em.ctxs.values():
-                    leaf = next(
-                        (
-                            x
-                            for x, k in (self._leaves(ctx.p.node.value, ctx, inner=True) or {}).items()
-                            if k == src
-                        ),
-                        None,
-                    )
-                    if leaf is not None:
-                        em.value(leaf, ctx, ())
-                        break
+                    for leaf, key in (self._leaves(ctx.p.node.value, ctx, inner=True) or {}).items():
+                        leaves.setdefault(key, (leaf, ctx))
+            for src in missing:
+                if src in leaves:
+                    em.value(*leaves[src], ())
                 if src not in self.row_values:
                     raise CodegenError(
                         f"plan kernel {em.launch.plan_kernel!r}: a sliding-window load has no source in the row"
@@ -277,8 +268,11 @@ class RowWalk:
             if isinstance(x, Masked) and isinstance(x.body, Load) and zero:
                 leaf, conds = x.body, (x.cond,)
             key = None
-            opaque = set(self.em.launch.stores) | set(self.em.produced)
-            if isinstance(leaf, Load) and leaf.buffer not in opaque:
+            if (
+                isinstance(leaf, Load)
+                and leaf.buffer not in self.em.launch.stores
+                and leaf.buffer not in self.em.produced
+            ):
                 key = load_key(leaf.buffer, leaf.index, conds, self.key_context(ctx, None), 0)
             self.leaf_keys[cache_key] = key
         return self.leaf_keys[cache_key]
