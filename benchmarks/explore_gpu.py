@@ -1,6 +1,6 @@
 """The sweeps behind fuseopt's launch choices: fuseopt's kernels next to hand-written variants.
 
-One module a round under benchmarks/explore/ (round1.py ... round17.py, the harness in harness.py);
+One module a round under benchmarks/explore/ (round1.py ... round20.py, the harness in harness.py);
 a round's variants replace round 1's for the workloads it covers.
 
     python benchmarks/explore_gpu.py [apbt,tsum,...]            # round 1 variant sets
@@ -42,13 +42,22 @@ a round's variants replace round 1's for the workloads it covers.
                               # fuseopt --autotune next to the fixed launch, every workload
     ROUND=17 COMPILE=0 python benchmarks/explore_gpu.py tsum,three_layouts_mean
                               # the split partial kernel's tile and warps, chunks fixed
+    ROUND=18 COMPILE=0 python benchmarks/explore_gpu.py
+                              # thread-block clusters (num_ctas) for the transposed persistent
+                              # reductions; a copy of each workload's own byte count (DIAG)
+    ROUND=19 COMPILE=0 python benchmarks/explore_gpu.py tsum,layernorm_t,softmax_bias_t,three_layouts_mean
+                              # cluster sizes and rows; round 14's other transposed reductions;
+                              # split partial kernels as clusters
+    ROUND=20 COMPILE=0 python benchmarks/explore_gpu.py layernorm_t,softmax_bias_t
+                              # captured against hand-written graphs, cluster launch against its
+                              # fallback, in one run
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-17 of 2026-11-29/30, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-20 of 2026-11-29/30, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 

@@ -6,7 +6,7 @@
 For each workload (captured from benchmarks/programs.py by default): fuseopt's plan vs the
 unfused plan vs torch eager vs torch.compile (Inductor) of the same program, each checked against
 the reference interpreter before it is timed, plus the device's copy and read bandwidths measured
-in the same run. Writes <DIR>/<date>-<device>.json, the device named without its vendor
+in the same run (a 1 GiB copy, and a copy of each workload's own byte count). Writes <DIR>/<date>-<device>.json, the device named without its vendor
 (<date>-h200.json on an NVIDIA H200; <date>-h200-handwritten.json for --graphs handwritten), with
 device, torch and triton versions (default DIR: benchmarks/results). --check-samples also compiles
 and checks every sample and CASES.md graph (no timing). --small uses tiny sizes (CPU smoke test with
@@ -90,8 +90,11 @@ def main() -> None:
             results.append(res)
             console.print(json.dumps({k: res.get(k) for k in ("graph", "ok", "speedups", "kernels")}))
             for v in res.get("variants", []):
+                pct = [v.get(k) for k in ("pct_copy", "pct_copy_same_size")]
+                pcts = "/".join("-" if p is None else f"{p:.1f}" for p in pct)
                 console.print(
-                    f"   {v['name']:14s} ok={v['ok']} ms={v['ms']} GB/s={v['gbps']} {v['error'][:200]}"
+                    f"   {v['name']:14s} ok={v['ok']} ms={v['ms']} GB/s={v['gbps']} "
+                    f"%copy(1GiB/same size)={pcts} {v['error'][:200]}"
                 )
             progress.advance(task)
         if args.check_samples:

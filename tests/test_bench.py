@@ -199,6 +199,37 @@ def test_bench_without_source_uses_the_rendering(tmp_path: os.PathLike[str]) -> 
 
 
 @interpreter_only
+def test_same_size_copy_moves_the_graphs_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each timed variant is also related to a copy of the graph's own byte count (half read,
+    half written), timed in the same run."""
+    import fuseopt.bench.harness as harness
+
+    copies: list[int] = []
+    real_copy = harness.copy_bandwidth_gbps
+
+    def recording_copy(device: torch.device, do_bench: object, nbytes: int = 1 << 30) -> float:
+        copies.append(nbytes)
+        return real_copy(device, do_bench, nbytes)  # type: ignore[arg-type]
+
+    def fake_do_bench(warmup: int, rep: int) -> object:
+        return lambda fn: (fn(), 2.0)[1]  # every call "takes" 2 ms
+
+    monkeypatch.setattr(harness, "_do_bench", fake_do_bench)
+    monkeypatch.setattr(harness, "copy_bandwidth_gbps", recording_copy)
+    doc, program = WORKLOADS["tsum"](**SMALL["tsum"])
+    graph = load_text(json.dumps(doc), "tsum.json")
+    res = bench_graph(graph, program, device="cpu", with_compile=False, copy_gbps=1.0)
+    nbytes = io_bytes(graph)
+    assert copies == [nbytes // 2]
+    same = res["copy_same_size_gbps"]
+    assert same == pytest.approx(2 * (nbytes // 2 // 4 * 4) / 2e-3 / 1e9)
+    for v in res["variants"]:
+        assert v["gbps"] == pytest.approx(nbytes / 2e-3 / 1e9)
+        assert v["pct_copy_same_size"] == pytest.approx(100 * v["gbps"] / same)
+        assert v["pct_copy"] == pytest.approx(100 * v["gbps"] / 1.0)
+
+
+@interpreter_only
 def test_bench_text_report_per_graph() -> None:
     res = CliRunner().invoke(cli, ["bench", os.path.join(ROOT, "samples", "apbt.yaml"), "--interpret"])
     assert res.exit_code == 0, res.output

@@ -462,14 +462,18 @@ def test_workload_launches_at_full_size() -> None:
     apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
     assert "[(64, 64)](x, y, out, 4096, 8192, YBLOCK=64, XBLOCK=128, num_warps=4)" in apbt
     assert apbt.count('eviction_policy="evict_last"') == 2
-    # persistent, transposed (the input contiguous along x): all 1024 columns of 32 rows in
-    # registers, 128 a thread; not split
+    # persistent, transposed (the input contiguous along x), two reductions: all 1024 columns of
+    # 32 rows in registers, split over a cluster of two programs of 4 warps (128 a thread); where
+    # clusters are missing, one program of 32 rows and 8 warps; not split
     ln = source("layernorm_t")
-    assert "rsplit" not in ln and "[(1024,)](" in ln and "XBLOCK=32, R0_BLOCK=1024, num_warps=8" in ln
-    # an exp at every point: 16 rows with 4 warps; the bias (indexed by r alone) does not
-    # outweigh the input
+    assert "rsplit" not in ln and "if _clusters(device):" in ln
+    assert "[(1024,)](" in ln and "XBLOCK=32, R0_BLOCK=1024, num_warps=4, num_ctas=2" in ln
+    assert ln.count("[(1024,)](") == 2 and "XBLOCK=32, R0_BLOCK=1024, num_warps=8\n" in ln
+    # an exp at every point: the same cluster; without clusters 16 rows with 4 warps. The bias
+    # (indexed by r alone) does not outweigh the input
     sm = source("softmax_bias_t")
-    assert "[(2048,)](" in sm and "XBLOCK=16, R0_BLOCK=1024, num_warps=4" in sm
+    assert "[(1024,)](" in sm and "XBLOCK=32, R0_BLOCK=1024, num_warps=4, num_ctas=2" in sm
+    assert "[(2048,)](" in sm and "XBLOCK=16, R0_BLOCK=1024, num_warps=4\n" in sm
     assert "tl.reduce(tmp2, 1, _max_propagate)" in sm  # one NaN-propagating reduction for the max
     # sliding window over image rows: 7 rows a program, 1024 of a row's 35 x 192 points a tile
     pool = source("avgpool_cl")
@@ -493,31 +497,69 @@ nodes:
 """
 
 
+CLUSTER = "XBLOCK=32, R0_BLOCK=1024, num_warps=4, num_ctas=2"
+
+COLUMN_SUMS = """
+format: fuseopt-graph/1
+name: column_{fn}
+buffers:
+  x:   {{shape: [65536], dtype: float32, role: input}}
+  out: {{shape: [64], dtype: float32, role: output}}
+nodes:
+  - {{name: s, loops: [[i, 64]], reduce: [[r, 1024]], store: "out[i]", value: "sum({fn}(x[64*r + i]))"}}
+"""
+
+
+def _with_clusters(src: str, on: bool) -> str:
+    """The module with its run-time cluster check decided (the interpreter ignores num_ctas but
+    runs the cluster launch's tile)."""
+    assert src.count("\nCLUSTERS = None\n") == 1
+    return src.replace("\nCLUSTERS = None\n", f"\nCLUSTERS = {on}\n")
+
+
 @pytest.mark.parametrize(
-    "layout, fn, row, launch",
+    "layout, fn, row, launches",
     [
-        ("rows", "exp", "", "XBLOCK=8, R0_BLOCK=1024, num_warps=8"),  # rows contiguous: 8 rows
-        ("rows", "abs", "", "XBLOCK=8, R0_BLOCK=1024, num_warps=8"),
-        ("transposed", "exp", "", "XBLOCK=16, R0_BLOCK=1024, num_warps=4"),  # exp at every point
-        ("transposed", "abs", "", "XBLOCK=32, R0_BLOCK=1024, num_warps=8"),  # no special function
-        ("transposed", "abs", "sqrt", "XBLOCK=32, R0_BLOCK=1024, num_warps=8"),  # one a row only
+        ("rows", "exp", "", ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),  # rows contiguous: 8 rows
+        ("rows", "abs", "", ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),
+        # transposed, two reductions: a cluster; without clusters 16 rows where every point runs
+        # an exp, else 32
+        ("transposed", "exp", "", [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"]),
+        ("transposed", "abs", "", [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
+        ("transposed", "abs", "sqrt", [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
+        # transposed, one reduction: one program of 32 rows, unless every point runs an exp
+        ("column", "abs", "", ["XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
+        ("column", "exp", "", [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"]),
     ],
 )
-def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str, launch: str) -> None:
+def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str, launches: list[str]) -> None:
     """A transposed input widens the persistent tile even though the bias (indexed by r alone)
     and the output are contiguous along r: the bias counts its 1024 elements, not 64 x 1024.
-    An exp at every point keeps it at 16 rows; a sqrt of a row's sum alone does not. Each default
+    Two reductions, or an exp at every point (not a sqrt of a row's sum), make it a cluster of
+    two programs where the GPU has clusters, with a single-program launch for the others. Every
     launch runs against the interpreter."""
     from fuseopt.io.load import load_text
     from fuseopt.passes.pipeline import optimize
 
     xr, xj = ("1024*i + r", "1024*i + j") if layout == "rows" else ("64*r + i", "64*j + i")
-    text = SOFTMAX_ROWS.format(layout=layout, xr=xr, xj=xj, fn=fn, row=row)
+    if layout == "column":
+        text = COLUMN_SUMS.format(fn=fn)
+    else:
+        text = SOFTMAX_ROWS.format(layout=layout, xr=xr, xj=xj, fn=fn, row=row)
     st = optimize(load_text(text, "softmax.yaml"))
     assert len(st.plan.kernels) == 1
     src = emit_module(st.graph, st.plan)
-    assert launch in src
-    compare_with_reference(st.graph, st.plan, source=src)  # the default launch, run
+    assert re.findall(r"XBLOCK=\d+, R0_BLOCK=\d+, num_warps=\d+(?:, num_ctas=\d+)?", src) == launches
+    if len(launches) == 1:
+        assert "_clusters" not in src
+        compare_with_reference(st.graph, st.plan, source=src)  # the default launch, run
+        return
+    assert "if _clusters(device):" in src
+    compare_with_reference(st.graph, st.plan, source=src)  # CPU tensors: the fallback
+    for on in (True, False):
+        compare_with_reference(st.graph, st.plan, source=_with_clusters(src, on))
+    off = emit_module(st.graph, st.plan, options=CodegenOptions(clusters=False))
+    assert "_clusters" not in off and launches[1] in off
 
 
 def test_pointwise_straddling_the_reduction_split() -> None:
@@ -790,6 +832,36 @@ def test_autotune_configs() -> None:
         compare_with_reference(g, plan, source=src)
     else:
         load_module(src)  # decorating needs no driver; running autotune does (GPU only)
+
+
+def test_autotune_keeps_cluster_configs_to_gpus_that_have_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--autotune on a transposed softmax: the cluster launch is a candidate, filtered out when
+    the process's GPU lacks clusters (or there is none) and kept where it has them."""
+    from fuseopt.io.load import load_text
+    from fuseopt.passes.pipeline import optimize
+
+    text = SOFTMAX_ROWS.format(layout="transposed", xr="64*r + i", xj="64*j + i", fn="exp", row="")
+    st = optimize(load_text(text, "softmax.yaml"))
+    src = emit_module(st.graph, st.plan, autotune=True)
+    assert "configs=_cluster_configs([" in src and "if _clusters(device):" not in src
+    assert 'triton.Config({"XBLOCK": 32, "R0_BLOCK": 1024}, num_warps=4, num_ctas=2)' in src
+    m = load_module(src)
+    kernel = next(v for k, v in vars(m).items() if k.startswith("triton_per"))
+    if not torch.cuda.is_available():
+        assert all(c.num_ctas == 1 for c in kernel.configs)
+        assert len(kernel.configs) == src.count("triton.Config(") - 1
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for capability, kept in (((8, 0), 0), ((9, 0), 1)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d, c=capability: c)
+        configs = m._cluster_configs([triton_config(num_ctas=1), triton_config(num_ctas=2)])
+        assert [c.num_ctas for c in configs] == [1, 2][: 1 + kept]
+
+
+def triton_config(num_ctas: int) -> object:
+    import triton
+
+    return triton.Config({"XBLOCK": 32, "R0_BLOCK": 1024}, num_warps=4, num_ctas=num_ctas)
 
 
 def test_kernel_names_and_comments() -> None:

@@ -45,3 +45,37 @@ def test_sample_on_gpu(path: str, mode: str) -> None:
     pipeline = pytest.importorskip("fuseopt.passes.pipeline")
     stage = pipeline.optimize(g)
     compare_with_reference(stage.graph, stage.plan, autotune=mode.endswith("autotune"))
+
+
+TRANSPOSED_SOFTMAX = """
+format: fuseopt-graph/1
+name: softmax_t_{rows}
+buffers:
+  x:   {{shape: [{rows}, 1024], stride: [1, {rows}], dtype: float32, role: input}}
+  b:   {{shape: [1024], dtype: float32, role: input}}
+  m:   {{shape: [{rows}], dtype: float32}}
+  s:   {{shape: [{rows}], dtype: float32}}
+  out: {{shape: [{rows}, 1024], dtype: float32, role: output}}
+nodes:
+  - {{name: mx, loops: [[i, {rows}]], reduce: [[r, 1024]], store: "m[i]", value: "max(x[i + {rows}*r] + b[r])"}}
+  - {{name: sm, loops: [[i, {rows}]], reduce: [[r, 1024]], store: "s[i]", value: "sum(exp(x[i + {rows}*r] + b[r] - m[i]))"}}
+  - {{name: o, loops: [[i, {rows}], [j, 1024]], store: "out[1024*i + j]", value: "exp(x[i + {rows}*j] + b[j] - m[i]) / s[i]"}}
+"""
+
+
+@pytest.mark.parametrize("rows", [4096, 4100])  # 4100: the last cluster's rows partly masked
+@pytest.mark.parametrize("clusters", [None, True, False])
+def test_cluster_launches_on_gpu(rows: int, clusters: bool | None) -> None:
+    """A transposed softmax's persistent tile as a cluster of two programs (on this GPU when it
+    has clusters: None), forced on where the GPU has them, and its single-program fallback."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.io.load import load_text
+    from fuseopt.passes.pipeline import optimize
+
+    if clusters and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("thread-block clusters need compute capability 9.0")
+    st = optimize(load_text(TRANSPOSED_SOFTMAX.format(rows=rows), "softmax_t.yaml"))
+    src = emit_module(st.graph, st.plan)
+    assert "num_ctas=2" in src
+    src = src.replace("\nCLUSTERS = None\n", f"\nCLUSTERS = {clusters}\n")
+    compare_with_reference(st.graph, st.plan, source=src)

@@ -4,7 +4,9 @@ Contract: every variant is checked against the reference interpreter (outputs po
 first, so an element nobody writes fails) before it is timed; a variant that does not match is
 reported as failed and not timed. Times are `triton.testing.do_bench` medians. GB/s counts each
 input storage read once and each output written once; `pct_copy` relates it to the device's
-copy bandwidth measured in the same run.
+copy bandwidth measured in the same run (a 1 GiB copy), and `pct_copy_same_size` to a copy that
+moves the graph's own byte count (half read, half written), timed in the same run: the ceiling at
+that size, where launch, ramp-up and tail weigh more than in a 1 GiB copy.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class VariantResult:
     ms: float | None = None
     gbps: float | None = None
     pct_copy: float | None = None
+    pct_copy_same_size: float | None = None
     kernels: int | None = None
     peak_mib: float | None = None
     error: str = ""
@@ -45,7 +48,9 @@ def io_bytes(graph: Graph) -> int:
 
 
 def copy_bandwidth_gbps(device: torch.device, do_bench: Callable[..., float], nbytes: int = 1 << 30) -> float:
-    """Device-to-device copy bandwidth (bytes read + bytes written) / time."""
+    """Device-to-device copy bandwidth (bytes read + bytes written) / time, copying `nbytes` (whole
+    float32 elements)."""
+    nbytes = max(4, nbytes // 4 * 4)
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
 
@@ -135,6 +140,7 @@ def bench_graph(
     expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()})
     dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
     nbytes = io_bytes(graph)
+    same_size = None if do_bench is None else copy_bandwidth_gbps(dev, do_bench, max(4, nbytes // 2))
     results: list[VariantResult] = []
 
     def timed(name: str, fn: Callable[[], object], check: Callable[[], None], kernels: int | None) -> None:
@@ -156,6 +162,8 @@ def bench_graph(
                 res.gbps = nbytes / (res.ms * 1e-3) / 1e9
                 if copy_gbps:
                     res.pct_copy = 100.0 * res.gbps / copy_gbps
+                if same_size:
+                    res.pct_copy_same_size = 100.0 * res.gbps / same_size
         except Exception as exc:  # a failing variant is reported, not fatal for the others
             res.ok = False
             res.error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -216,6 +224,7 @@ def bench_graph(
     return {
         "graph": graph.name,
         "io_bytes": nbytes,
+        "copy_same_size_gbps": same_size,
         "kernels": {"fuseopt": len(stage.plan.kernels), "unfused": len(unfused.plan.kernels)},
         "plan_bytes": stage.plan.metrics["bytes"],
         "variants": [r.to_json() for r in results],

@@ -105,7 +105,7 @@ def _print(report: dict) -> None:  # type: ignore[type-arg]
             " (eager and torch.compile run a torch rendering of the graph)" if rendered else ""
         )
         t = Table(title=title, title_justify="left")
-        for col in ("variant", "ok", "kernels", "ms", "GB/s", "% copy", "note"):
+        for col in ("variant", "ok", "kernels", "ms", "GB/s", "% copy", "% same-size copy", "note"):
             t.add_column(col, overflow="fold")
         for v in r["variants"]:
             t.add_row(
@@ -115,6 +115,7 @@ def _print(report: dict) -> None:  # type: ignore[type-arg]
                 "" if v["ms"] is None else f"{v['ms']:.4f}",
                 "" if v["gbps"] is None else f"{v['gbps']:.0f}",
                 "" if v["pct_copy"] is None else f"{v['pct_copy']:.0f}%",
+                "" if v["pct_copy_same_size"] is None else f"{v['pct_copy_same_size']:.0f}%",
                 v["error"][:200],
             )
         stdout.print(t)

@@ -1104,10 +1104,11 @@ class KernelEmitter:
                 text = text[: max(room - 3, 10)] + "..."
             out.append(truncate_comment(f"{head}{text}{stored}"))
         if t.autotune:
+            clusters = any(c.num_ctas > 1 for c in t.autotune)
             out.append("@triton.autotune(")
-            out.append("    configs=[")
+            out.append("    configs=_cluster_configs([" if clusters else "    configs=[")
             out.extend(f"        {config_text(c)}," for c in t.autotune)
-            out.append("    ],")
+            out.append("    ])," if clusters else "    ],")
             keys = ", ".join(f'"{a.numel_arg}"' for a in launch.axes)
             out.append(f"    key=[{keys}],")
             out.append(")")
@@ -1128,7 +1129,8 @@ def window_plan(graph: Graph, tiling: Tiling) -> tuple[dict[Key, Key], int, int]
 
 def config_text(c: LaunchConfig) -> str:
     blocks = ", ".join(f'"{k}": {v}' for k, v in c.blocks)
-    return f"triton.Config({{{blocks}}}, num_warps={c.num_warps})"
+    ctas = f", num_ctas={c.num_ctas}" if c.num_ctas > 1 else ""
+    return f"triton.Config({{{blocks}}}, num_warps={c.num_warps}{ctas})"
 
 
 def _digit_text(d: Digit, base: str) -> str:

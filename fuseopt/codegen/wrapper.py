@@ -17,7 +17,14 @@ from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, kernel_name, wi
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import HELPERS, helper_closure, helpers_used, library_rule
 from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
-from fuseopt.codegen.tiling import CodegenOptions, Tiling, choose_tiling, finish_tiling, window_tilings
+from fuseopt.codegen.tiling import (
+    CodegenOptions,
+    LaunchConfig,
+    Tiling,
+    choose_tiling,
+    finish_tiling,
+    window_tilings,
+)
 from fuseopt.codegen.window import Key
 from fuseopt.ir.graph import BufferInfo, Graph
 from fuseopt.plan import Plan
@@ -71,9 +78,31 @@ def _grid(*dims: dict[str, int]):
     return grid
 '''
 
+_CLUSTERS = """\
+# Launches with thread-block clusters (num_ctas > 1) need an NVIDIA GPU of compute capability 9.0
+# or later; elsewhere those kernels run their single-program launch. CLUSTERS = True or False
+# decides instead (tests run the cluster launch under the interpreter, which ignores num_ctas).
+CLUSTERS = None
+
+
+def _clusters(device: torch.device) -> bool:
+    if CLUSTERS is not None:
+        return CLUSTERS
+    if device.type != "cuda" or torch.version.hip is not None:
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
+"""
+
+_CLUSTER_CONFIGS = """\
+def _cluster_configs(configs: list[triton.Config]) -> list[triton.Config]:
+    \"\"\"Autotune candidates for this process's GPU: cluster launches only where it has them.\"\"\"
+    ok = torch.cuda.is_available() and _clusters(torch.device("cuda", torch.cuda.current_device()))
+    return [c for c in configs if c.num_ctas == 1 or ok]
+"""
+
 _FIXED_NAMES = frozenset(
     {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
-    | {"_input", "_empty", "_view", "_grid", "_default_device"}
+    | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_cluster_configs"}
 )
 
 
@@ -132,7 +161,7 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         body.append(f"# {launch.plan_kernel}: {nodes}{note}")
         for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
             body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
-        body.extend(_launch(k, names) for k in group)
+        body.extend(line for k in group for line in _launch(k, names))
     outputs = [b.name for b in graph.outputs]
     extra = [n for n in schedule.materialised if graph.buffer(n).role == "intermediate"]
     body.append("")
@@ -153,6 +182,10 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         "# dtype's largest value), so an element no kernel writes cannot pass a comparison.\n"
         "POISON = False\n"
     )
+    if any(c.num_ctas > 1 for k in kernels for c in k.tiling.configs):
+        parts.append(_CLUSTERS)
+        if options.autotune:
+            parts.append(_CLUSTER_CONFIGS)
     parts.extend(HELPERS[h].source for h in helpers)
     parts.extend(k.source for k in kernels)
     parts.append(_RUNTIME)
@@ -199,7 +232,8 @@ def _local_names(graph: Graph, kernel_names: list[str], workspaces: list[str]) -
     return out
 
 
-def _launch(k: EmittedKernel, names: dict[str, str]) -> str:
+def _launch(k: EmittedKernel, names: dict[str, str]) -> list[str]:
+    """The kernel's launch; with a cluster launch, chosen at run time against its fallback."""
     args = [names[b] for b in k.args] + [str(n) for _, n in k.numels]
     t = k.tiling
     if t.autotune:
@@ -207,12 +241,18 @@ def _launch(k: EmittedKernel, names: dict[str, str]) -> str:
             "{" + ", ".join(f'"{b}": {n}' for b, n in dim.items()) + "}" for dim in t.grid_dims(t.config)
         )
         grid = "_grid(" + ", ".join(per_dim) + ")"
-    else:
-        c = t.config
+        return [f"{k.name}[{grid}]({', '.join(args)})"]
+
+    def fixed(c: LaunchConfig) -> str:
         dims = t.grid(c)
         grid = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(map(str, dims))})"
-        args += [f"{name}={value}" for name, value in c.blocks] + [f"num_warps={c.num_warps}"]
-    return f"{k.name}[{grid}]({', '.join(args)})"
+        kw = [f"{name}={value}" for name, value in c.blocks] + [f"num_warps={c.num_warps}"]
+        kw += [f"num_ctas={c.num_ctas}"] if c.num_ctas > 1 else []
+        return f"{k.name}[{grid}]({', '.join(args + kw)})"
+
+    if t.fallback is None:
+        return [fixed(t.config)]
+    return ["if _clusters(device):", f"    {fixed(t.config)}", "else:", f"    {fixed(t.fallback)}"]
 
 
 def _view(b: BufferInfo, local: str) -> str:
