@@ -554,7 +554,7 @@ def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str,
         assert "_clusters" not in src
         compare_with_reference(st.graph, st.plan, source=src)  # the default launch, run
         return
-    assert "if _clusters(device):" in src
+    assert "if _clusters(device):" in src and "x=64 x r0=1024; 2 programs a tile on GPUs with clusters" in src
     compare_with_reference(st.graph, st.plan, source=src)  # CPU tensors: the fallback
     for on in (True, False):
         compare_with_reference(st.graph, st.plan, source=_with_clusters(src, on))

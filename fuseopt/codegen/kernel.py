@@ -1087,10 +1087,12 @@ class KernelEmitter:
             style = f"reduction unrolled over r0={t.unroll}{tile}"
         elif t.row_split:
             style = "pointwise, 2D tile (row index arithmetic per row)"
+        ctas = max(c.num_ctas for c in t.configs)
+        cluster = f"; {ctas} programs a tile on GPUs with clusters" if ctas > 1 else ""
         src = f"plan kernel {launch.plan_kernel}"
         if launch.epilogue_of:
             src += f" (epilogue of template {launch.epilogue_of})"
-        out = [truncate_comment(f"# {src}: {style}, {shape}")]
+        out = [truncate_comment(f"# {src}: {style}, {shape}{cluster}")]
         elsewhere = {"partial": ("epilogue",), "finish": ("inner",)}.get(t.part, ())
         for p in launch.placements:
             stored = "" if p.node.output in launch.stores else "  [not stored]"
