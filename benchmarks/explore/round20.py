@@ -11,7 +11,7 @@ import json
 import torch
 
 from benchmarks.explore.harness import DRY
-from benchmarks.explore.round13 import _compiled
+from benchmarks.explore.round19 import _timed
 from benchmarks.programs import captured
 from benchmarks.workloads import WORKLOADS
 from fuseopt.codegen import emit_module
@@ -19,8 +19,6 @@ from fuseopt.interp import make_inputs
 from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.module import load_module
-
-seen: set = set()
 
 
 def _modules(g, mul=False):
@@ -31,18 +29,6 @@ def _modules(g, mul=False):
         src = src.replace("tmp0 / 1024.0", "tmp0 * 0.0009765625")
     for on in (True, False):
         yield on, load_module(src.replace("\nCLUSTERS = None\n", f"\nCLUSTERS = {on}\n"))
-
-
-def _timed(mod, args, label, out=None):
-    def call():
-        got = mod.call(args)
-        if out is not None:
-            out.update(got)
-        if not DRY and label not in seen:
-            seen.add(label)
-            print(f"REGS {label}: (n_regs, n_spills) {_compiled(mod)}", flush=True)
-
-    return call
 
 
 def _workload(name):

@@ -12,7 +12,7 @@ import re
 import torch
 
 from benchmarks.explore.harness import DRY
-from benchmarks.explore.round20 import _timed
+from benchmarks.explore.round19 import _timed
 from benchmarks.programs import captured
 from fuseopt.codegen import emit_module
 from fuseopt.interp import make_inputs

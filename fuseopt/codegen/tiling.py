@@ -531,8 +531,8 @@ def _clustered(launch: ComputeLaunch, single: LaunchConfig, o: CodegenOptions) -
     warps and 79.2-79.5% with 16 x 4; softmax_bias_t 76.8-78.3% against 74.4-76.4% (16 x 4) and
     66-67% (32 x 8); layer_norm + sigmoid 79.2% against 77.1% (16 x 4) and 73.2% (32 x 8). With
     one reduction and no per-point special function the single 32-row program stays ahead: an RMS
-    norm 80.7% against 79.2%, a column mean 0.0434 against 0.0448 ms. Clusters of 4 or 8, or 2
-    programs of 8 warps, lose (64-75%)."""
+    norm 80.7% against 79.2%, a column mean 0.0434 against 0.0448 ms. Clusters of 4 or 8, or of 2
+    programs of 8 warps, or of programs of 8 rows, lose (46-78% on the two workloads)."""
     if not o.clusters:
         return None
     rb = single.block("R0_BLOCK")
