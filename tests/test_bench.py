@@ -235,3 +235,11 @@ def test_bench_text_report_per_graph() -> None:
     assert res.exit_code == 0, res.output
     assert "apbt (eager and torch.compile run a torch rendering of the graph)" in res.output
     assert "fuseopt" in res.output and "unfused" in res.output and "Traceback" not in res.output
+
+
+def test_bench_table_percentages() -> None:
+    """Shares of the copy bandwidth: whole percent, one decimal below 10% (a tiny graph's run is
+    mostly launch), blank when not timed."""
+    from fuseopt.cli.bench_cmd import _pct
+
+    assert [_pct(p) for p in (None, 0.04, 7.25, 80.8, 102.1)] == ["", "0.0%", "7.2%", "81%", "102%"]

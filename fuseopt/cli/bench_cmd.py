@@ -114,8 +114,8 @@ def _print(report: dict) -> None:  # type: ignore[type-arg]
                 "" if v["kernels"] is None else str(v["kernels"]),
                 "" if v["ms"] is None else f"{v['ms']:.4f}",
                 "" if v["gbps"] is None else f"{v['gbps']:.0f}",
-                "" if v["pct_copy"] is None else f"{v['pct_copy']:.0f}%",
-                "" if v["pct_copy_same_size"] is None else f"{v['pct_copy_same_size']:.0f}%",
+                _pct(v["pct_copy"]),
+                _pct(v["pct_copy_same_size"]),
                 v["error"][:200],
             )
         stdout.print(t)
@@ -124,3 +124,10 @@ def _print(report: dict) -> None:  # type: ignore[type-arg]
                 "  fuseopt speed-up: "
                 + ", ".join(f"{s:.2f}x {k.removeprefix('vs_')}" for k, s in r["speedups"].items())
             )
+
+
+def _pct(p: float | None) -> str:
+    """A share of a copy's bandwidth: whole percent, one decimal below 10% (tiny graphs)."""
+    if p is None:
+        return ""
+    return f"{p:.1f}%" if p < 10 else f"{p:.0f}%"
