@@ -485,16 +485,23 @@ SOFTMAX_ROWS = """
 format: fuseopt-graph/1
 name: softmax_{layout}
 buffers:
-  x:   {{shape: [65536], dtype: float32, role: input}}
-  b:   {{shape: [1024], dtype: float32, role: input}}
+  x:   {{shape: [{n}], dtype: float32, role: input}}
+  b:   {{shape: [{r}], dtype: float32, role: input}}
   m:   {{shape: [64], dtype: float32}}
   s:   {{shape: [64], dtype: float32}}
-  out: {{shape: [65536], dtype: float32, role: output}}
+  out: {{shape: [{n}], dtype: float32, role: output}}
 nodes:
-  - {{name: mx, loops: [[i, 64]], reduce: [[r, 1024]], store: "m[i]", value: "max(x[{xr}] + b[r])"}}
-  - {{name: sm, loops: [[i, 64]], reduce: [[r, 1024]], store: "s[i]", value: "sum({fn}(x[{xr}] + b[r] - m[i]))"}}
-  - {{name: o, loops: [[i, 64], [j, 1024]], store: "out[1024*i + j]", value: "{fn}(x[{xj}] + b[j] - m[i]) / {row}(s[i])"}}
+  - {{name: mx, loops: [[i, 64]], reduce: [[r, {r}]], store: "m[i]", value: "max(x[{xr}] + b[r])"}}
+  - {{name: sm, loops: [[i, 64]], reduce: [[r, {r}]], store: "s[i]", value: "sum({fn}(x[{xr}] + b[r] - m[i]))"}}
+  - {{name: o, loops: [[i, 64], [j, {r}]], store: "out[{r}*i + j]", value: "{fn}(x[{xj}] + b[j] - m[i]) / {row}(s[i])"}}
 """
+
+
+def softmax_rows(layout: str, fn: str, row: str = "", r: int = 1024) -> str:
+    """64 rows of `r` columns: a softmax-shaped graph (two reductions, then the points) over rows
+    stored contiguously ("rows") or transposed."""
+    xr, xj = (f"{r}*i + r", f"{r}*i + j") if layout == "rows" else ("64*r + i", "64*j + i")
+    return SOFTMAX_ROWS.format(layout=layout, xr=xr, xj=xj, fn=fn, row=row, r=r, n=64 * r)
 
 
 CLUSTER = "XBLOCK=32, R0_BLOCK=1024, num_warps=4, num_ctas=2"
@@ -518,34 +525,43 @@ def _with_clusters(src: str, on: bool) -> str:
 
 
 @pytest.mark.parametrize(
-    "layout, fn, row, launches",
+    "layout, fn, row, r, launches",
     [
-        ("rows", "exp", "", ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),  # rows contiguous: 8 rows
-        ("rows", "abs", "", ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),
-        # transposed, two reductions: a cluster; without clusters 16 rows where every point runs
-        # an exp, else 32
-        ("transposed", "exp", "", [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"]),
-        ("transposed", "abs", "", [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
-        ("transposed", "abs", "sqrt", [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
+        ("rows", "exp", "", 1024, ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),  # rows contiguous: 8 rows
+        ("rows", "abs", "", 1024, ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),
+        # transposed, an exp at every point: 16 rows of 1024 read 64-byte runs of a column, so a
+        # cluster of two programs reads whole lines; 32 rows of 512 already do: no cluster
+        ("transposed", "exp", "", 1024, [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"]),
+        ("transposed", "exp", "", 512, ["XBLOCK=32, R0_BLOCK=512, num_warps=4"]),
+        # transposed, two reductions, no per-point special function: one program of 8 warps would
+        # hold a multiprocessor alone, so a cluster, at any row length
+        ("transposed", "abs", "", 1024, [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
+        ("transposed", "abs", "sqrt", 1024, [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
+        (
+            "transposed",
+            "abs",
+            "",
+            512,
+            ["XBLOCK=64, R0_BLOCK=512, num_warps=4, num_ctas=2", "XBLOCK=64, R0_BLOCK=512, num_warps=8"],
+        ),
         # transposed, one reduction: one program of 32 rows, unless every point runs an exp
-        ("column", "abs", "", ["XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
-        ("column", "exp", "", [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"]),
+        ("column", "abs", "", 1024, ["XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
+        ("column", "exp", "", 1024, [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"]),
     ],
 )
-def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str, launches: list[str]) -> None:
+def test_persistent_rows_follow_the_input_layout(
+    layout: str, fn: str, row: str, r: int, launches: list[str]
+) -> None:
     """A transposed input widens the persistent tile even though the bias (indexed by r alone)
-    and the output are contiguous along r: the bias counts its 1024 elements, not 64 x 1024.
-    Two reductions, or an exp at every point (not a sqrt of a row's sum), make it a cluster of
-    two programs where the GPU has clusters, with a single-program launch for the others. Every
-    launch runs against the interpreter."""
+    and the output are contiguous along r: the bias counts its elements, not 64 x r. A cluster of
+    two programs where the GPU has clusters (with a single-program launch for the others) when
+    the single program would hold a multiprocessor alone in a kernel of two reductions, or would
+    read less than a 128-byte line of each column under a per-point exp (a sqrt of a row's sum
+    does not count). Every launch runs against the interpreter."""
     from fuseopt.io.load import load_text
     from fuseopt.passes.pipeline import optimize
 
-    xr, xj = ("1024*i + r", "1024*i + j") if layout == "rows" else ("64*r + i", "64*j + i")
-    if layout == "column":
-        text = COLUMN_SUMS.format(fn=fn)
-    else:
-        text = SOFTMAX_ROWS.format(layout=layout, xr=xr, xj=xj, fn=fn, row=row)
+    text = COLUMN_SUMS.format(fn=fn) if layout == "column" else softmax_rows(layout, fn, row, r)
     st = optimize(load_text(text, "softmax.yaml"))
     assert len(st.plan.kernels) == 1
     src = emit_module(st.graph, st.plan)
@@ -554,7 +570,7 @@ def test_persistent_rows_follow_the_input_layout(layout: str, fn: str, row: str,
         assert "_clusters" not in src
         compare_with_reference(st.graph, st.plan, source=src)  # the default launch, run
         return
-    assert "if _clusters(device):" in src and "x=64 x r0=1024; 2 programs a tile on GPUs with clusters" in src
+    assert "if _clusters(device):" in src and f"x=64 x r0={r}; 2 programs a tile on GPUs with clusters" in src
     compare_with_reference(st.graph, st.plan, source=src)  # CPU tensors: the fallback
     for on in (True, False):
         compare_with_reference(st.graph, st.plan, source=_with_clusters(src, on))
@@ -840,7 +856,7 @@ def test_autotune_keeps_cluster_configs_to_gpus_that_have_them(monkeypatch: pyte
     from fuseopt.io.load import load_text
     from fuseopt.passes.pipeline import optimize
 
-    text = SOFTMAX_ROWS.format(layout="transposed", xr="64*r + i", xj="64*j + i", fn="exp", row="")
+    text = softmax_rows("transposed", "exp")
     st = optimize(load_text(text, "softmax.yaml"))
     src = emit_module(st.graph, st.plan, autotune=True)
     assert "configs=_cluster_configs([" in src and "if _clusters(device):" not in src

@@ -159,7 +159,7 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
     default, cands = _configs_reduction(launch, options, persistent=persistent, outer=outer, sfu=sfu)
     fallback = None
     cluster = _clustered(launch, default, options) if persistent and outer else None
-    if cluster is not None and (sfu or _reductions(launch) > 1):
+    if cluster is not None and _cluster_pays(graph, launch, default, sfu):
         default, fallback = cluster, default
         cands = _unique(default, list(cands))
     return _tiling(graph, launch, default, cands, options, persistent=persistent, fallback=fallback)
@@ -471,9 +471,17 @@ def _x_contiguous(graph: Graph, launch: ComputeLaunch) -> bool:
     access contiguous along r is indifferent to XBLOCK. So half as many bytes along x as along r
     already decide (softmax_bias_t: the input along x, the output along r).
     """
+    along, _ = _contiguous_bytes(graph, launch)
+    return along["xindex"] > 0 and 2 * along["xindex"] >= along["r0_index"]
+
+
+def _contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int], int]:
+    """Bytes the tile's distinct accesses touch, by the axis each is contiguous along (xindex,
+    r0_index), and the smallest itemsize among those contiguous along x (0: none)."""
     sizes = {a.name: a.numel for a in launch.axes}
     seen: set[tuple[str, Expr]] = set()
     along = {"xindex": 0, "r0_index": 0}
+    x_item = 0
     for p in launch.placements:
         if p.role not in ("inner", "reduction"):
             continue
@@ -483,8 +491,11 @@ def _x_contiguous(graph: Graph, launch: ComputeLaunch) -> bool:
             if d is None or d.div != 1 or d.base not in along or (buf, index) in seen:
                 continue
             seen.add((buf, index))
-            along[d.base] += _touched(index, p.node.var_sizes) * graph.buffer(buf).dtype.itemsize
-    return along["xindex"] > 0 and 2 * along["xindex"] >= along["r0_index"]
+            item = graph.buffer(buf).dtype.itemsize
+            along[d.base] += _touched(index, p.node.var_sizes) * item
+            if d.base == "xindex":
+                x_item = min(x_item or item, item)
+    return along, x_item
 
 
 def _touched(index: Expr, var_sizes: dict[str, int]) -> int:
@@ -514,25 +525,40 @@ def _sfu_per_point(launch: ComputeLaunch) -> bool:
     return False
 
 
-def _reductions(launch: ComputeLaunch) -> int:
-    return sum(1 for p in launch.placements if p.role == "reduction")
+def _cluster_pays(graph: Graph, launch: ComputeLaunch, single: LaunchConfig, sfu: bool) -> bool:
+    """Whether a transposed persistent reduction gains from a cluster of two programs over its
+    single-program launch `single`, for one of two reasons:
+    - `single` holds a multiprocessor alone (8 warps, 128 elements a thread) and the kernel does
+      two or more reductions: the cluster's two smaller programs overlap one's reductions with the
+      other's loads;
+    - every point runs a special function, which keeps `single` to 16384 elements, and its run of
+      a column (its rows x the itemsize) is shorter than a 128-byte line: the pair of programs
+      reads whole lines.
+    Otherwise the cluster only constrains scheduling. On an H200 (explore rounds 19, 23): two
+    reductions, no special function: layernorm_t 82.8% of copy against 80.0% (1024 columns),
+    85.7% against 71.8% (512), 86.3% against 68.7% (256); softmax_bias_t 78.3% against 76.4%
+    with 16 rows of 1024 (64-byte runs), but 71.6% against 79.9% with 32 rows of 512 and 62.4%
+    against 64.9% with 64 of 256 (128- and 256-byte runs); one reduction (RMS norm, column
+    mean): the single program wins by 1.5-3%."""
+    threads = single.num_warps * 32
+    xb, rb = single.block("XBLOCK"), single.block("R0_BLOCK")
+    alone = single.num_warps >= 8 and xb * rb >= 128 * threads
+    if alone and sum(1 for p in launch.placements if p.role == "reduction") > 1:
+        return True
+    _, item = _contiguous_bytes(graph, launch)
+    return sfu and 0 < xb * item < 128
 
 
 def _clustered(launch: ComputeLaunch, single: LaunchConfig, o: CodegenOptions) -> LaunchConfig | None:
     """A transposed persistent reduction's tile as a cluster of two programs, 4 warps each: 32768
-    elements (32 rows of 1024), so that the pair reads as long a run of each column as a 32-row
-    program, while each program holds half the rows (128 elements a thread, about 190-210
-    registers: two programs a multiprocessor, so that one's reductions and special functions
-    overlap the other's loads). None when clusters are off, or a program would get fewer than 8
-    rows.
+    elements (32 rows of 1024, 64 of 512, ...) split by rows, 128 elements a thread (about
+    190-250 registers: two programs a multiprocessor). `_cluster_pays` decides whether it
+    replaces the single-program launch. None when clusters are off, or a program would get fewer
+    than 8 rows.
 
-    For kernels with two reductions or an exp at every point, on an H200 (explore rounds 18-19,
-    % of copy): layernorm_t 82.8% (twice) against 80.0-80.7% with one program of 32 rows x 8
-    warps and 79.2-79.5% with 16 x 4; softmax_bias_t 76.8-78.3% against 74.4-76.4% (16 x 4) and
-    66-67% (32 x 8); layer_norm + sigmoid 79.2% against 77.1% (16 x 4) and 73.2% (32 x 8). With
-    one reduction and no per-point special function the single 32-row program stays ahead: an RMS
-    norm 80.7% against 79.2%, a column mean 0.0434 against 0.0448 ms. Clusters of 4 or 8, or of 2
-    programs of 8 warps, or of programs of 8 rows, lose (46-78% on the two workloads)."""
+    Shapes measured on an H200 (explore rounds 18-19, % of copy, layernorm_t / softmax_bias_t at
+    1024 columns): this one 82.8% / 76.8-78.3%; clusters of 4 or 8 programs, of 2 programs of 8
+    warps, or of programs of 8 rows lose (46-78%)."""
     if not o.clusters:
         return None
     rb = single.block("R0_BLOCK")
