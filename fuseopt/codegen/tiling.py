@@ -140,7 +140,8 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
         launch = _unrolled(launch, options)
         return _tiling(graph, launch, *_configs_unrolled(launch, options), options, unroll=rnumel)
     persistent = launch.axes[1].numel <= options.persistent_rnumel
-    outer = _x_contiguous(graph, launch)
+    along, x_item = _contiguous_bytes(graph, launch)
+    outer = _x_contiguous(along)
     split = None if persistent else _split(launch, options)
     if split is not None:
         cfg, chunks, cands = split
@@ -159,7 +160,7 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
     default, cands = _configs_reduction(launch, options, persistent=persistent, outer=outer, sfu=sfu)
     fallback = None
     cluster = _clustered(launch, default, options) if persistent and outer else None
-    if cluster is not None and _cluster_pays(graph, launch, default, sfu):
+    if cluster is not None and _cluster_pays(launch, default, sfu, x_item):
         default, fallback = cluster, default
         cands = _unique(default, list(cands))
     return _tiling(graph, launch, default, cands, options, persistent=persistent, fallback=fallback)
@@ -460,7 +461,7 @@ def _configs_unrolled(
     return default, _unique(default, [cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
 
 
-def _x_contiguous(graph: Graph, launch: ComputeLaunch) -> bool:
+def _x_contiguous(along: dict[str, int]) -> bool:
     """Whether the tile reads or writes a large share of its data contiguously along x (an outer
     or transposed reduction), so that rows of x are worth widening.
 
@@ -471,7 +472,6 @@ def _x_contiguous(graph: Graph, launch: ComputeLaunch) -> bool:
     access contiguous along r is indifferent to XBLOCK. So half as many bytes along x as along r
     already decide (softmax_bias_t: the input along x, the output along r).
     """
-    along, _ = _contiguous_bytes(graph, launch)
     return along["xindex"] > 0 and 2 * along["xindex"] >= along["r0_index"]
 
 
@@ -525,7 +525,7 @@ def _sfu_per_point(launch: ComputeLaunch) -> bool:
     return False
 
 
-def _cluster_pays(graph: Graph, launch: ComputeLaunch, single: LaunchConfig, sfu: bool) -> bool:
+def _cluster_pays(launch: ComputeLaunch, single: LaunchConfig, sfu: bool, x_item: int) -> bool:
     """Whether a transposed persistent reduction gains from a cluster of two programs over its
     single-program launch `single`, for one of two reasons:
     - `single` holds a multiprocessor alone (8 warps, 128 elements a thread) and the kernel does
@@ -545,8 +545,7 @@ def _cluster_pays(graph: Graph, launch: ComputeLaunch, single: LaunchConfig, sfu
     alone = single.num_warps >= 8 and xb * rb >= 128 * threads
     if alone and sum(1 for p in launch.placements if p.role == "reduction") > 1:
         return True
-    _, item = _contiguous_bytes(graph, launch)
-    return sfu and 0 < xb * item < 128
+    return sfu and 0 < xb * x_item < 128
 
 
 def _clustered(launch: ComputeLaunch, single: LaunchConfig, o: CodegenOptions) -> LaunchConfig | None:
