@@ -8,21 +8,27 @@ reductions and 2D tiles are all exercised.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from fuseopt.codegen import CodegenError, CodegenOptions, emit_module, split_loops, write_module
 from fuseopt.codegen.indexing import Digit, canonical_index, decompose
+from fuseopt.codegen.rules import divisor_reciprocal
 from fuseopt.errors import CheckFailed
 from fuseopt.interp import make_inputs
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Unary
 from fuseopt.ir.graph import ComputeNode
 from fuseopt.ir.parser import parse_expr_text
+from fuseopt.passes.pipeline import optimize
 from fuseopt.plan import Kernel, Plan
 from fuseopt.runtime import compare_with_reference, load_module, run_module
 from tests.strategies import SPLIT, check, graph, plan_of, unfused_plan
@@ -446,7 +452,6 @@ def test_workload_launches_at_full_size() -> None:
 
     from benchmarks.workloads import FULL, WORKLOADS
     from fuseopt.io.load import load_text
-    from fuseopt.passes.pipeline import optimize
 
     def source(name: str) -> str:
         doc, _ = WORKLOADS[name](**FULL[name])
@@ -459,6 +464,9 @@ def test_workload_launches_at_full_size() -> None:
     assert "range(rsplit * 256, (rsplit + 1) * 256, R0_BLOCK)" in tlm
     tsum = source("tsum")  # 128 x tiles, 16 chunks of 512 points, two R0_BLOCKs each
     assert "[(128, 16)](" in tsum and "XBLOCK=32, R0_BLOCK=256, num_warps=8" in tsum
+    # the finishing kernels: 128 programs, one warp per 512 partials
+    assert "[(128,)](ws_n0, out, 4096, 16, XBLOCK=32, R0_BLOCK=16, num_warps=1)" in tsum
+    assert "[(128,)](" in tlm and "8192, 16, XBLOCK=64, R0_BLOCK=16, num_warps=2" in tlm
     apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
     assert "[(64, 64)](x, y, out, 4096, 8192, YBLOCK=64, XBLOCK=128, num_warps=4)" in apbt
     assert apbt.count('eviction_policy="evict_last"') == 2
@@ -559,7 +567,6 @@ def test_persistent_rows_follow_the_input_layout(
     read less than a 128-byte line of each column under a per-point exp (a sqrt of a row's sum
     does not count). Every launch runs against the interpreter."""
     from fuseopt.io.load import load_text
-    from fuseopt.passes.pipeline import optimize
 
     text = COLUMN_SUMS.format(fn=fn) if layout == "column" else softmax_rows(layout, fn, row, r)
     st = optimize(load_text(text, "softmax.yaml"))
@@ -746,6 +753,40 @@ def test_float_binary_ops() -> None:
     check(g, unfused_plan(g), SMALL)
 
 
+def test_division_by_a_constant_multiplies_by_its_reciprocal() -> None:
+    a = "a[6*i0 + i1]"
+    g = graph(_zoo("float32", [f"{a} / 9", f"{a} / -0.3", f"{a} / 1024", f"{a} / 0", f"{a} / 1e-45"]))
+    src = check(g, unfused_plan(g), SMALL)
+    ninth, third = np.float32(1) / np.float32(9), np.float32(1) / np.float32(-0.3)
+    assert f"* {float(ninth)!r}" in src and f"* {float(third)!r}" in src and "* 0.0009765625" in src
+    # zero and a divisor whose reciprocal overflows keep the division (inf, NaN, no wrong 0)
+    assert re.search(r"/ 0\.0\b", src) and re.search(r"/ 1e-45\b", src), src
+    # float64 divides correctly rounded: only a power of two (exact reciprocal) becomes a product
+    g = graph(_zoo("float64", [f"{a} / 3", f"{a} / 4"]))
+    src = check(g, unfused_plan(g), SMALL)
+    assert "tl.full([1], 3.0, tl.float64)" in src and "tl.full([1], 0.25, tl.float64)" in src
+    assert src.count("tmp0 / tmp1") == 1 and src.count("tmp0 * tmp1") == 1 and "4.0," not in src
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(width=32, allow_nan=False, allow_infinity=False),
+    st.floats(width=32, allow_nan=False, allow_infinity=False).filter(lambda c: c != 0),
+)
+def test_reciprocal_product_within_div_full_accuracy(x: float, c: float) -> None:
+    """x * float32(1/c) is within 1.5 ulp of the true quotient: no worse than Triton's float32
+    division (div.full.f32, 2 ulp) that it replaces; exact for a power of two."""
+    recip = divisor_reciprocal(c, DType.float32)
+    exact = x / c  # float64 quotient of two float32 values: exact to 2^-53
+    assume(recip is not None and 2**-125 < abs(exact) < 2**127)
+    assert recip is not None
+    got = float(np.float32(x) * np.float32(recip))
+    ulp = float(np.spacing(np.float32(abs(exact))))
+    assert abs(got - exact) <= 1.5 * ulp
+    if abs(math.frexp(c)[0]) == 0.5:
+        assert got == float(np.float32(exact))
+
+
 @pytest.mark.parametrize("dt", ["int32", "int64", "int8", "uint8", "int16"])
 def test_integer_ops(dt: str) -> None:
     a, b = "a[6*i0 + i1]", "b[i0 + 4*i1]"
@@ -851,33 +892,33 @@ def test_autotune_configs() -> None:
 
 
 def test_autotune_keeps_cluster_configs_to_gpus_that_have_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--autotune on a transposed softmax: the cluster launch is a candidate, filtered out when
-    the process's GPU lacks clusters (or there is none) and kept where it has them."""
+    """--autotune on a transposed softmax: the cluster launch is a candidate that `_cluster_prune`
+    drops when autotune tunes on a device without clusters (the CPU, capability 8.0) and keeps
+    where it has them (9.0) or where CLUSTERS, set at any time before tuning, says so."""
     from fuseopt.io.load import load_text
-    from fuseopt.passes.pipeline import optimize
 
     text = softmax_rows("transposed", "exp")
     st = optimize(load_text(text, "softmax.yaml"))
     src = emit_module(st.graph, st.plan, autotune=True)
-    assert "configs=_cluster_configs([" in src and "if _clusters(device):" not in src
+    assert 'prune_configs_by={"early_config_prune": _cluster_prune}' in src
+    assert "if _clusters(device):" not in src
     assert 'triton.Config({"XBLOCK": 32, "R0_BLOCK": 1024}, num_warps=4, num_ctas=2)' in src
     m = load_module(src)
     kernel = next(v for k, v in vars(m).items() if k.startswith("triton_per"))
-    if not torch.cuda.is_available():
-        assert all(c.num_ctas == 1 for c in kernel.configs)
-        assert len(kernel.configs) == src.count("triton.Config(") - 1
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    for capability, kept in (((8, 0), 0), ((9, 0), 1)):
+    assert [c.num_ctas for c in kernel.configs].count(2) == 1
+    args = {"x_ptr": torch.zeros(4), "xnumel": 64}
+    for on, kept in ((None, 0), (False, 0), (True, 1)):
+        m.CLUSTERS = on
+        pruned = m._cluster_prune(kernel.configs, args)
+        assert [c.num_ctas for c in pruned].count(2) == kept
+        assert len(pruned) == len(kernel.configs) - 1 + kept
+    m.CLUSTERS = None
+    monkeypatch.setattr(torch.version, "hip", None)
+    for capability, ok in (((8, 0), False), ((9, 0), True)):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d, c=capability: c)
-        configs = m._cluster_configs([triton_config(num_ctas=1), triton_config(num_ctas=2)])
-        assert [c.num_ctas for c in configs] == [1, 2][: 1 + kept]
-
-
-def triton_config(num_ctas: int) -> object:
-    import triton
-
-    return triton.Config({"XBLOCK": 32, "R0_BLOCK": 1024}, num_warps=4, num_ctas=num_ctas)
+        assert m._clusters(torch.device("cuda", 0)) is ok
+    if torch.cuda.is_available():  # tuning runs every surviving candidate on the GPU
+        compare_with_reference(st.graph, st.plan, source=src)
 
 
 def test_kernel_names_and_comments() -> None:
@@ -926,12 +967,17 @@ def _ruff() -> str | None:
 
 
 @pytest.mark.skipif(_ruff() is None, reason="ruff not installed")
-@pytest.mark.parametrize("text", [CHAIN, APBT, SOFTMAX, LIBRARY], ids=["chain", "apbt", "softmax", "library"])
+@pytest.mark.parametrize(
+    "text",
+    [CHAIN, APBT, SOFTMAX, LIBRARY, softmax_rows("transposed", "exp")],
+    ids=["chain", "apbt", "softmax", "library", "clusters"],
+)
 @pytest.mark.parametrize("autotune", [False, True])
 def test_generated_code_is_formatted_and_lint_clean(text: str, autotune: bool) -> None:
     g = graph(text)
-    for plan in (unfused_plan(g),):
-        src = emit_module(g, plan, autotune=autotune)
+    fused = optimize(g)
+    for gr, plan in ((g, unfused_plan(g)), (fused.graph, fused.plan)):
+        src = emit_module(gr, plan, autotune=autotune)
         ruff = _ruff()
         assert ruff is not None
         fmt = subprocess.run(
@@ -993,16 +1039,16 @@ def test_unknown_op_is_an_error_naming_it() -> None:
 
 def test_captured_pool_divisor_folds_to_a_literal() -> None:
     """Inductor's avg_pool2d lowering computes the window's divisor per element with minimums;
-    over the loop ranges they fold and the polynomial is 9, so the kernel divides by 9.0."""
+    over the loop ranges they fold and the polynomial is 9, so the kernel multiplies by float32(1/9)
+    (a division by a literal becomes a product with its reciprocal)."""
     from benchmarks.programs import captured
-    from fuseopt.passes.pipeline import optimize
 
     g, _ = captured("avgpool_cl", small=True)
     assert "minimum" in str(g.nodes[0].value)
     stage = optimize(g)
     src = check(stage.graph, stage.plan)
     kernel = src.split("@triton.jit\ndef triton_")[1]
-    assert "/ 9.0" in kernel and "minimum" not in kernel
+    assert "* 0.1111111119389534" in kernel and " / " not in kernel and "minimum" not in kernel
 
 
 def test_fused_read_through_a_flattened_segment() -> None:
@@ -1015,7 +1061,6 @@ def test_fused_read_through_a_flattened_segment() -> None:
 
     from benchmarks.graphgen import make_graph
     from fuseopt.io.load import load_text
-    from fuseopt.passes.pipeline import optimize
 
     for rows, cols in ((4, 8), (8, 4), (2, 6)):
         g = load_text(json.dumps(make_graph(24, 1, rows=rows, cols=cols)), "g.json")

@@ -21,6 +21,7 @@ from fuseopt.codegen.rules import (
     KERNEL_NAME_OF,
     POW_BY_CONST,
     binary_rule,
+    divisor_reciprocal,
     reduction_rule,
     unary_rule,
 )
@@ -731,7 +732,13 @@ class KernelEmitter:
             operand = res
         av, bv = self.coerce(a, operand), self.coerce(b, operand)
         template: str | None
-        if e.op == "pow" and operand.is_float and bv.literal and float(bv.const or 0) in POW_BY_CONST:
+        recip = (
+            divisor_reciprocal(float(b.const), operand) if e.op == "truediv" and b.const is not None else None
+        )
+        if recip is not None:  # x / c as x * (1/c): see divisor_reciprocal
+            template = "{a} * {b}"
+            bv = self.coerce(Val(literal_text(recip, b.dtype), b.dtype, const=recip), operand)
+        elif e.op == "pow" and operand.is_float and bv.literal and float(bv.const or 0) in POW_BY_CONST:
             template = POW_BY_CONST[float(bv.const or 0)]
             if template == "1":
                 return Val(literal_text(1, res), res, const=1.0)
@@ -1108,11 +1115,13 @@ class KernelEmitter:
         if t.autotune:
             clusters = any(c.num_ctas > 1 for c in t.autotune)
             out.append("@triton.autotune(")
-            out.append("    configs=_cluster_configs([" if clusters else "    configs=[")
+            out.append("    configs=[")
             out.extend(f"        {config_text(c)}," for c in t.autotune)
-            out.append("    ])," if clusters else "    ],")
+            out.append("    ],")
             keys = ", ".join(f'"{a.numel_arg}"' for a in launch.axes)
             out.append(f"    key=[{keys}],")
+            if clusters:
+                out.append('    prune_configs_by={"early_config_prune": _cluster_prune},')
             out.append(")")
         return out
 

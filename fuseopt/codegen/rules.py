@@ -8,8 +8,11 @@ small helpers written with tl.exp/tl.log/tl.floor (accurate to a few ulp, enough
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+
+import numpy as np
 
 from fuseopt.codegen.common import CodegenError
 from fuseopt.ir.dtypes import DType
@@ -102,6 +105,33 @@ POW_BY_CONST: dict[float, str] = {
     -1.0: "1.0 / {a}",
     -2.0: "1.0 / ({a} * {a})",
 }
+
+
+def divisor_reciprocal(divisor: float, dtype: DType) -> float | None:
+    """The constant that a division by `divisor` in `dtype` arithmetic becomes a multiplication by,
+    or None to keep the division.
+
+    Triton's float32 `/` is `div.full.f32`: up to 2 ulp from the correctly rounded quotient, with
+    a special-function reciprocal an element. A multiplication by float32(1/divisor) is within
+    1.5 ulp (the reciprocal's rounding and the product's), and one FMA-pipe instruction; Inductor
+    makes the same replacement on GPUs (`div_prim`). A power of two's reciprocal is exact, so the
+    product equals the correctly rounded quotient in any float dtype (float64 too, where Triton's
+    division is correctly rounded and other divisors keep it). Reciprocals outside the normal range
+    (huge divisors), zero, inf and NaN keep the division.
+    """
+    if dtype not in (DType.float32, DType.float64) or not math.isfinite(divisor) or divisor == 0.0:
+        return None
+    if dtype == DType.float32:
+        with np.errstate(all="ignore"):
+            d = float(np.float32(divisor))  # the divisor as float32 arithmetic sees it
+            recip = float(np.float32(1.0) / np.float32(d))
+        tiny = float(np.finfo(np.float32).tiny)
+    else:
+        d, recip, tiny = divisor, 1.0 / divisor, float(np.finfo(np.float64).tiny)
+    if d == 0.0 or not tiny <= abs(recip) < math.inf:
+        return None
+    exact = abs(math.frexp(d)[0]) == 0.5
+    return recip if exact or dtype == DType.float32 else None
 
 
 @dataclass(frozen=True)

@@ -93,16 +93,17 @@ def _clusters(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device)[0] >= 9
 """
 
-_CLUSTER_CONFIGS = """\
-def _cluster_configs(configs: list[triton.Config]) -> list[triton.Config]:
-    \"\"\"Autotune candidates for this process's GPU: cluster launches only where it has them.\"\"\"
-    ok = torch.cuda.is_available() and _clusters(torch.device("cuda", torch.cuda.current_device()))
-    return [c for c in configs if c.num_ctas == 1 or ok]
+_CLUSTER_PRUNE = """\
+def _cluster_prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
+    \"\"\"Autotune candidates for the launch's device (when it tunes): cluster launches only where
+    the device has them, or CLUSTERS says so.\"\"\"
+    device = next(a.device for a in named_args.values() if isinstance(a, torch.Tensor))
+    return [c for c in configs if c.num_ctas == 1 or _clusters(device)]
 """
 
 _FIXED_NAMES = frozenset(
     {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
-    | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_cluster_configs"}
+    | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_cluster_prune"}
 )
 
 
@@ -185,7 +186,7 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     if any(c.num_ctas > 1 for k in kernels for c in k.tiling.configs):
         parts.append(_CLUSTERS)
         if options.autotune:
-            parts.append(_CLUSTER_CONFIGS)
+            parts.append(_CLUSTER_PRUNE)
     parts.extend(HELPERS[h].source for h in helpers)
     parts.extend(k.source for k in kernels)
     parts.append(_RUNTIME)
