@@ -63,13 +63,18 @@ a round's variants replace round 1's for the workloads it covers.
                               # the pooling window's shifted loads issued a row late, or none
                               # (DIAG); streaming store and evict_first load hints on the
                               # softmax cluster (counters: benchmarks/explore/ncu24.py)
+    ROUND=25 COMPILE=0 python benchmarks/explore_gpu.py
+                              # persistent grids: each kernel looping over its tiles on a few
+                              # programs a multiprocessor
+    ROUND=26 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
+                              # relu as one NaN-propagating maximum (DIAG, checked first)
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-24 of 2026-11-29/30, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-26 of 2026-11-29/30, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 
