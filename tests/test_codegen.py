@@ -761,6 +761,10 @@ def test_division_by_a_constant_multiplies_by_its_reciprocal() -> None:
     assert f"* {float(ninth)!r}" in src and f"* {float(third)!r}" in src and "* 0.0009765625" in src
     # zero and a divisor whose reciprocal overflows keep the division (inf, NaN, no wrong 0)
     assert re.search(r"/ 0\.0\b", src) and re.search(r"/ 1e-45\b", src), src
+    # an integer dividend and divisor: true division in float32, by the same reciprocal
+    g = graph(_zoo("int32", [f"{a} / 9", f"{a} / (i0 * 0 + 3)"]))
+    src = check(g, unfused_plan(g), SMALL)
+    assert f"* {float(ninth)!r}" in src and f"* {float(np.float32(1) / np.float32(3))!r}" in src
     # float64 divides correctly rounded: only a power of two (exact reciprocal) becomes a product
     g = graph(_zoo("float64", [f"{a} / 3", f"{a} / 4"]))
     src = check(g, unfused_plan(g), SMALL)

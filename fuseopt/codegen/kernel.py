@@ -737,7 +737,8 @@ class KernelEmitter:
         )
         if recip is not None:  # x / c as x * (1/c): see divisor_reciprocal
             template = "{a} * {b}"
-            bv = self.coerce(Val(literal_text(recip, b.dtype), b.dtype, const=recip), operand)
+            lit = b.dtype if b.dtype.is_float else operand  # an integer divisor's reciprocal is a float
+            bv = self.coerce(Val(literal_text(recip, lit), lit, const=recip), operand)
         elif e.op == "pow" and operand.is_float and bv.literal and float(bv.const or 0) in POW_BY_CONST:
             template = POW_BY_CONST[float(bv.const or 0)]
             if template == "1":

@@ -113,7 +113,8 @@ def divisor_reciprocal(divisor: float, dtype: DType) -> float | None:
 
     Triton's float32 `/` is `div.full.f32`: up to 2 ulp from the correctly rounded quotient, with
     a special-function reciprocal an element. A multiplication by float32(1/divisor) is within
-    1.5 ulp (the reciprocal's rounding and the product's), and one FMA-pipe instruction; Inductor
+    1.5 ulp of quotients in the normal range (the reciprocal's rounding and the product's), and
+    one FMA-pipe instruction; Inductor
     makes the same replacement on GPUs (`div_prim`). A power of two's reciprocal is exact, so the
     product equals the correctly rounded quotient in any float dtype (float64 too, where Triton's
     division is correctly rounded and other divisors keep it). Reciprocals outside the normal range
