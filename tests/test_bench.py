@@ -32,6 +32,21 @@ def test_bench_without_gpu_exits_3() -> None:
     assert "needs a CUDA GPU" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1", reason="needs a CUDA GPU"
+)
+def test_bench_on_the_gpu_checks_times_and_targets_its_multiprocessors() -> None:
+    """On a GPU: every variant checked and timed; the kernels generated for its multiprocessors."""
+    from fuseopt.io.load import load_graph
+
+    graph = load_graph(os.path.join(ROOT, "samples", "layernorm_t.yaml"))
+    res = bench_graph(graph, None, rep=20, warmup=5, with_compile=False)
+    assert res["ok"], [v["error"] for v in res["variants"]]
+    assert res["multiprocessors"] == torch.cuda.get_device_properties(0).multi_processor_count
+    by = {v["name"]: v for v in res["variants"]}
+    assert by["fuseopt"]["ms"] > 0 and by["fuseopt"]["gbps"] > 0 and res["speedups"]["vs_unfused"] > 0
+
+
 @interpreter_only
 def test_bench_interpret_checks_all_variants(tmp_path: os.PathLike[str]) -> None:
     out = os.path.join(str(tmp_path), "bench.json")
@@ -44,6 +59,7 @@ def test_bench_interpret_checks_all_variants(tmp_path: os.PathLike[str]) -> None
     assert r["ok"] and [v["name"] for v in r["variants"]] == ["fuseopt", "unfused", "eager"]
     assert r["baseline"] == "rendered"  # no source program: eager runs a torch rendering
     assert r["kernels"] == {"fuseopt": 1, "unfused": 3}
+    assert r["multiprocessors"] == 132  # the interpreter: generated for the default target
 
 
 @interpreter_only

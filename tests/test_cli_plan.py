@@ -51,6 +51,25 @@ def test_optimize_writes_plan_json(tmp_path: os.PathLike[str]) -> None:
         assert json.load(f)["metrics"]["bytes"] == 25165824
 
 
+def test_optimize_generates_for_the_given_multiprocessors(tmp_path: os.PathLike[str]) -> None:
+    from benchmarks.workloads import FULL, WORKLOADS
+
+    doc, _ = WORKLOADS["tsum"](**FULL["tsum"])
+    path = os.path.join(str(tmp_path), "tsum.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    grids = {}
+    for sms in ("132", "64"):
+        out_dir = os.path.join(str(tmp_path), sms)
+        code, text = run("optimize", path, "-o", out_dir, "--multiprocessors", sms)
+        assert code == 0, text
+        with open(os.path.join(out_dir, "kernels.py"), encoding="utf-8") as f:
+            grids[sms] = f.read().split("triton_red_fused_mul_add_sum_0[")[-1].split("]")[0]
+    assert grids == {"132": "(128, 16)", "64": "(128, 8)"}
+    code, text = run("optimize", path, "--multiprocessors", "0")
+    assert code == 2 and "--multiprocessors" in text
+
+
 def test_optimize_bad_input_writes_nothing(tmp_path: os.PathLike[str]) -> None:
     bad = os.path.join(str(tmp_path), "bad.yaml")
     with open(bad, "w", encoding="utf-8") as f:

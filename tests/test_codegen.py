@@ -489,6 +489,30 @@ def test_workload_launches_at_full_size() -> None:
     assert "[(7, 640)](" in pool and "YBLOCK=7, XBLOCK=1024, num_warps=4" in pool
 
 
+def test_split_grids_follow_the_target_multiprocessors() -> None:
+    """Split reductions aim at 16 programs a multiprocessor of the GPU generated for: tsum's 128 x
+    tiles take 16 chunks on an H200 (132), 8 on a GPU of 64 and none on a GPU of 8 (128 programs
+    already); an explicit `split_programs` overrides."""
+    import json
+
+    from benchmarks.workloads import FULL, WORKLOADS
+    from fuseopt.io.load import load_text
+
+    doc, _ = WORKLOADS["tsum"](**FULL["tsum"])
+    st = optimize(load_text(json.dumps(doc), "tsum.json"))
+
+    def grid(**kw: int) -> str | None:
+        """The split partial kernel's grid; None when the reduction is not split."""
+        src = emit_module(st.graph, st.plan, options=CodegenOptions(**kw))
+        return src.split("triton_red_fused_mul_add_sum_0[")[-1].split("]")[0] if "rsplit" in src else None
+
+    assert grid() == grid(multiprocessors=132) == "(128, 16)"
+    assert grid(multiprocessors=64) == "(128, 8)"
+    assert grid(multiprocessors=8) is None
+    assert grid(multiprocessors=8, split_programs=2048) == "(128, 16)"
+    assert grid(split_programs=0) is None
+
+
 SOFTMAX_ROWS = """
 format: fuseopt-graph/1
 name: softmax_{layout}

@@ -126,7 +126,7 @@ def bench_graph(
     with_compile: bool = True,
 ) -> dict[str, Any]:
     """Check, then time, every variant of one graph. With `interpret`, correctness only (CPU)."""
-    from fuseopt.codegen import emit_module
+    from fuseopt.codegen import CodegenOptions, emit_module
     from fuseopt.interp import make_inputs, run_graph
     from fuseopt.runtime.module import load_module, run_module
 
@@ -134,6 +134,12 @@ def bench_graph(
         _use_interpreter()
     dev = torch.device("cpu" if interpret else device)
     do_bench = None if interpret else _do_bench(warmup, rep)
+    # generated for the GPU it is timed on (split reductions size their grids by its multiprocessors)
+    codegen = (
+        CodegenOptions(multiprocessors=torch.cuda.get_device_properties(dev).multi_processor_count)
+        if dev.type == "cuda"
+        else CodegenOptions()
+    )
     stage = optimize(graph, options or Options())
     unfused = initial_stage(graph)
     inputs = make_inputs(graph, seed=seed)
@@ -171,7 +177,7 @@ def bench_graph(
 
     for name, st in (("fuseopt", stage), ("unfused", unfused)):
         try:
-            module = load_module(emit_module(st.graph, st.plan))
+            module = load_module(emit_module(st.graph, st.plan, options=codegen))
         except Exception as exc:
             results.append(
                 VariantResult(
@@ -227,6 +233,7 @@ def bench_graph(
         "copy_same_size_gbps": same_size,
         "kernels": {"fuseopt": len(stage.plan.kernels), "unfused": len(unfused.plan.kernels)},
         "plan_bytes": stage.plan.metrics["bytes"],
+        "multiprocessors": codegen.multiprocessors,
         "variants": [r.to_json() for r in results],
         "speedups": speedups,
         "ok": all(r.ok for r in results),

@@ -17,13 +17,16 @@ from fuseopt.report.html import write_plan_html
 from fuseopt.report.plan_text import print_plan
 
 
-def emit_kernels(graph: Graph, plan: Plan, autotune: bool) -> str | None:
+def emit_kernels(graph: Graph, plan: Plan, autotune: bool, multiprocessors: int = 132) -> str | None:
     """Triton source for the plan, or None when code generation is not available in this build."""
     try:
+        from fuseopt.codegen.tiling import CodegenOptions
         from fuseopt.codegen.triton import emit_module
     except ImportError:
         return None
-    return emit_module(graph, plan, autotune=autotune)
+    return emit_module(
+        graph, plan, autotune=autotune, options=CodegenOptions(multiprocessors=multiprocessors)
+    )
 
 
 @cli.command("optimize")
@@ -41,6 +44,13 @@ def emit_kernels(graph: Graph, plan: Plan, autotune: bool) -> str | None:
 )
 @click.option(
     "--autotune", is_flag=True, help="Emit triton.autotune configs instead of fixed launch parameters."
+)
+@click.option(
+    "--multiprocessors",
+    type=click.IntRange(1, 1024),
+    default=132,
+    show_default=True,
+    help="Multiprocessors of the GPU the kernels are for (132: an H200); split reductions size their grids by it.",
 )
 @click.option(
     "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."
@@ -65,6 +75,7 @@ def optimize_cmd(
     fmt: str,
     emit: str,
     autotune: bool,
+    multiprocessors: int,
     check: bool,
     skip: tuple[str, ...],
     html_path: str | None,
@@ -82,7 +93,7 @@ def optimize_cmd(
     files = {"plan.json": plan_json}
     if out_dir is not None:
         if emit == "triton":
-            src = emit_kernels(stage.graph, stage.plan, autotune)
+            src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors)
             if src is not None:
                 files["kernels.py"] = src
         write_outputs(out_dir, files)

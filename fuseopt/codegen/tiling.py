@@ -37,10 +37,18 @@ class CodegenOptions:
     max_r0_block: int = 1024
     tile_2d: bool = True  # allow 2D tiles for transposes
     unroll_rnumel: int = 16  # largest rnumel of a reduction unrolled at generation time (0: never)
+    # The target GPU's multiprocessors (an H200 has 132): split reductions aim at 16 programs
+    # each (`fuseopt bench` generates for the GPU it times on; `fuseopt optimize --multiprocessors`).
+    multiprocessors: int = 132
     # Split reductions: a looped reduction with fewer x tiles than `split_programs` programs is
-    # cut along r into chunks reduced by a partial kernel and finished by a second kernel (the
-    # H200 has 132 multiprocessors; 16 programs each keep enough loads in flight). 0: never.
-    split_programs: int = 16 * 132
+    # cut along r into chunks reduced by a partial kernel and finished by a second kernel (16
+    # programs a multiprocessor keep enough loads in flight). None: 16 x multiprocessors; 0: never.
+    split_programs: int | None = None
+
+    @property
+    def split_target(self) -> int:
+        return 16 * self.multiprocessors if self.split_programs is None else self.split_programs
+
     split_min_r_blocks: int = 4  # each chunk covers at least this many R0_BLOCKs
     # Sliding windows (see window_tilings): rows of at least `window_min_row` points, walked
     # `window_band` rows (at most) per program; 0: never.
@@ -690,14 +698,14 @@ def _split(
     On an H200: three_layouts_mean 16 x 256 programs, 0.156 -> 0.139 ms (benchmarks/results);
     its R0_BLOCK 64 -> 256 (8 warps), 0.1480-0.1485 -> 0.1399 ms, 86% -> 91% of copy, and
     tsum's 128 -> 256, 0.0781-0.0784 -> 0.0772-0.0773 ms (explore round 17, twice)."""
-    if not o.split_programs or not _splittable(launch):
+    if not o.split_target or not _splittable(launch):
         return None
     xnumel, rnumel = launch.axes[0].numel, launch.axes[1].numel
     xb = max(1, min(32, o.max_xblock, next_power_of_2(xnumel)))
     rb = max(16, _prev_power_of_2(8192 // (xb * _tile_accesses(launch))))
     rb = max(1, min(rb, o.max_r0_block, next_power_of_2(rnumel)))
     xtiles = cdiv(xnumel, xb)
-    if xtiles >= o.split_programs or rnumel % rb:
+    if xtiles >= o.split_target or rnumel % rb:
         return None
     blocks = rnumel // rb
     chunks = 0
@@ -706,7 +714,7 @@ def _split(
     for d in range(2, min(blocks // max(1, o.split_min_r_blocks), GRID_Y_MAX) + 1):
         if blocks % d == 0:
             chunks = d
-            if xtiles * d >= o.split_programs:
+            if xtiles * d >= o.split_target:
                 break
     if chunks < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
         return None
