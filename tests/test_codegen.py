@@ -973,6 +973,36 @@ def test_write_module(tmp_path: object) -> None:
     assert set(out) == {"out"}
 
 
+PYTHON_NAMES = """
+format: fuseopt-graph/1
+name: python_names
+buffers:
+  __class__:    {shape: [6, 10], dtype: float32, role: input}
+  __name__:     {shape: [10], dtype: float32, role: input}
+  torch:        {shape: [6, 10], dtype: float32}
+  tl:           {shape: [6], dtype: float32}
+  __builtins__: {shape: [6, 10], dtype: float32, role: output}
+  call:         {shape: [6], dtype: float32, role: output}
+nodes:
+  - {name: __init__, loops: [[__i, 6], [__j, 10]], store: "torch[10*__i + __j]",
+     value: "__class__[10*__i + __j] + __name__[__j]"}
+  - {name: __n, loops: [[__i, 6]], reduce: [[__r, 10]], store: "tl[__i]", value: "sum(torch[10*__i + __r])"}
+  - {name: tl, loops: [[__i, 6], [__j, 10]], store: "__builtins__[10*__i + __j]", value: "torch[10*__i + __j] / tl[__i]"}
+  - {name: n3, loops: [[__i, 6]], store: "call[__i]", value: "tl[__i] * 2"}
+"""
+
+
+@pytest.mark.parametrize("options", [None, SMALL, LOOPED, SPLIT], ids=["default", "small", "looped", "split"])
+def test_buffers_and_loops_named_like_python(options: CodegenOptions | None) -> None:
+    # Names FORMAT.md allows that Python or the module itself uses (dunders, torch, tl, call):
+    # one fused kernel whose locals are renamed where they would shadow what the module needs.
+    st_ = optimize(graph(PYTHON_NAMES))
+    assert [k.nodes for k in st_.plan.kernels] == [("__init__", "__n", "tl", "n3")]
+    src = check(st_.graph, st_.plan, options)
+    assert '__name___ = _input(inputs, "__name__"' in src  # a builtin's name, renamed
+    assert "call_ = _empty(" in src and '"call": call_' in src
+
+
 def test_mismatch_names_buffer_and_element() -> None:
     g = graph(CHAIN)
     src = emit_module(g, unfused_plan(g)).replace("tmp2 = tmp1 * 2.0", "tmp2 = tmp1 * 2.5")

@@ -313,8 +313,6 @@ class _Parser:
                 return self.call(i)
         if word in _CALLABLES:
             raise self.error(f"{word!r} is a function and needs arguments: {word}(...)", span)
-        if word.startswith("__"):
-            raise self.error(f"names starting with '__' are not allowed: {word!r}", span)
         self.count(span)
         return Var(word, span=span)
 
