@@ -492,7 +492,8 @@ def test_workload_launches_at_full_size() -> None:
 def test_split_grids_follow_the_target_multiprocessors() -> None:
     """Split reductions aim at 16 programs a multiprocessor of the GPU generated for: tsum's 128 x
     tiles take 16 chunks on an H200 (132), 8 on a GPU of 64 and none on a GPU of 8 (128 programs
-    already); an explicit `split_programs` overrides."""
+    already); an explicit `split_programs` overrides. The finishing kernel and unsplit looped
+    reductions size their grids by the multiprocessors too."""
     import json
 
     from benchmarks.workloads import FULL, WORKLOADS
@@ -511,6 +512,22 @@ def test_split_grids_follow_the_target_multiprocessors() -> None:
     assert grid(multiprocessors=8) is None
     assert grid(multiprocessors=8, split_programs=2048) == "(128, 16)"
     assert grid(split_programs=0) is None
+
+    def launches(**kw: int) -> list[tuple[str, str]]:
+        """(grid, blocks and warps) of every launch."""
+        src = emit_module(st.graph, st.plan, options=CodegenOptions(**kw))
+        return re.findall(r"triton_\w+\[(\([^\]]*\))\]\(.*?(XBLOCK=\d+, R0_BLOCK=\d+, num_warps=\d+)", src)
+
+    # The finishing kernel: about one program a multiprocessor (its 4096 results in 128 or 64).
+    assert launches()[1] == ("(128,)", "XBLOCK=32, R0_BLOCK=16, num_warps=1")
+    assert launches(multiprocessors=64)[1] == ("(64,)", "XBLOCK=64, R0_BLOCK=8, num_warps=1")
+    # Unsplit looped reductions: about four programs a multiprocessor, 512 on an H200 (8 rows a
+    # program), 4096 for 1024 multiprocessors (1 row), 64 rows at most.
+    assert launches(split_programs=0) == [("(512,)", "XBLOCK=8, R0_BLOCK=512, num_warps=8")]
+    assert launches(split_programs=0, multiprocessors=1024) == [
+        ("(4096,)", "XBLOCK=1, R0_BLOCK=1024, num_warps=2")
+    ]
+    assert launches(split_programs=0, multiprocessors=8) == [("(64,)", "XBLOCK=64, R0_BLOCK=64, num_warps=8")]
 
 
 SOFTMAX_ROWS = """

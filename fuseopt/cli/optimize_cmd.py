@@ -8,6 +8,7 @@ from fuseopt.cli.console import dump_json, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.cli.output import write_outputs
+from fuseopt.codegen.tiling import DEFAULT_MULTIPROCESSORS
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import PIPELINE, optimize
@@ -17,7 +18,9 @@ from fuseopt.report.html import write_plan_html
 from fuseopt.report.plan_text import print_plan
 
 
-def emit_kernels(graph: Graph, plan: Plan, autotune: bool, multiprocessors: int = 132) -> str | None:
+def emit_kernels(
+    graph: Graph, plan: Plan, autotune: bool, multiprocessors: int = DEFAULT_MULTIPROCESSORS
+) -> str | None:
     """Triton source for the plan, or None when code generation is not available in this build."""
     try:
         from fuseopt.codegen.tiling import CodegenOptions
@@ -48,9 +51,9 @@ def emit_kernels(graph: Graph, plan: Plan, autotune: bool, multiprocessors: int 
 @click.option(
     "--multiprocessors",
     type=click.IntRange(1, 1024),
-    default=132,
+    default=DEFAULT_MULTIPROCESSORS,
     show_default=True,
-    help="Multiprocessors of the GPU the kernels are for (132: an H200); split reductions size their grids by it.",
+    help="Multiprocessors of the GPU the kernels are for (132: an H200); reductions size their grids by it.",
 )
 @click.option(
     "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."

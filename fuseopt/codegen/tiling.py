@@ -26,6 +26,9 @@ from fuseopt.ir.graph import Graph
 GRID_Y_MAX = 65535  # CUDA's limit on a launch grid's second dimension
 
 
+DEFAULT_MULTIPROCESSORS = 132  # an H200
+
+
 @dataclass(frozen=True)
 class CodegenOptions:
     """Knobs of the generator (tests shrink the blocks so that tiny shapes still take every path)."""
@@ -37,9 +40,11 @@ class CodegenOptions:
     max_r0_block: int = 1024
     tile_2d: bool = True  # allow 2D tiles for transposes
     unroll_rnumel: int = 16  # largest rnumel of a reduction unrolled at generation time (0: never)
-    # The target GPU's multiprocessors (an H200 has 132): split reductions aim at 16 programs
-    # each (`fuseopt bench` generates for the GPU it times on; `fuseopt optimize --multiprocessors`).
-    multiprocessors: int = 132
+    # The target GPU's multiprocessors (an H200 has 132; `fuseopt bench` generates for the GPU it
+    # times on, `fuseopt optimize --multiprocessors` sets it): split reductions aim at 16 programs
+    # each, looped reductions at about 4 (the power of two below, 512 on an H200), the kernel that
+    # finishes a split at about 1 (128).
+    multiprocessors: int = DEFAULT_MULTIPROCESSORS
     # Split reductions: a looped reduction with fewer x tiles than `split_programs` programs is
     # cut along r into chunks reduced by a partial kernel and finished by a second kernel (16
     # programs a multiprocessor keep enough loads in flight). None: 16 x multiprocessors; 0: never.
@@ -643,12 +648,13 @@ def _configs_reduction(
         if outer:
             cands += [cfg(xb, rb) for xb in (32, 64) if xb * rb == 32768]
         return default, _unique(default, cands)
-    # Looped: about four programs per multiprocessor (512 on an H200's 132), else a few
+    # Looped: about four programs a multiprocessor (512 on an H200's 132), else a few
     # programs stream the whole tensor with too few loads in flight (64 programs of 64 rows ran
     # tsum at 57% of the copy bandwidth); the tile holds ~8192 elements of tile-wide accesses per
     # program (tsum, 2 loads: 8 x 512; three_layouts_mean, 3 loads and a store: 16 x 128; both
     # measured best of their sweeps on an H200) with one warp per 512 elements.
-    xb = max(1, min(64, o.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // 512))))
+    programs = _prev_power_of_2(4 * o.multiprocessors)
+    xb = max(1, min(64, o.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // programs))))
     rb = max(16, _prev_power_of_2(8192 // (xb * _tile_accesses(launch))))
     default = cfg(xb, rb)
     default = LaunchConfig(
@@ -688,10 +694,10 @@ def _split(
     """(config, chunks, autotune candidates) of a split reduction, or None to keep one program
     per x tile.
 
-    Split when the x tiles alone give fewer than `split_programs` programs (an outer reduction
+    Split when the x tiles alone give fewer than `split_target` programs (an outer reduction
     over few columns, a row sum over few rows). The tile is 32 wide in x, so that an access
     contiguous along x moves 128 bytes per row. Chunks are counted in blocks of ~8192 elements
-    of tile-wide accesses: the fewest chunks that reach `split_programs` programs, each a whole
+    of tile-wide accesses: the fewest chunks that reach `split_target` programs, each a whole
     number of blocks (no r mask) and at least `split_min_r_blocks` of them. The loop's R0_BLOCK
     is then widened within a chunk, up to 256 points and 32768 elements of tile-wide accesses
     (an access contiguous along r moves 1 KB of float32); one warp per 512 elements, at most 8.
@@ -709,7 +715,7 @@ def _split(
         return None
     blocks = rnumel // rb
     chunks = 0
-    # The first divisor of `blocks` that reaches the target (so at most about split_programs
+    # The first divisor of `blocks` that reaches the target (so at most about split_target
     # candidates are tried), else the largest allowed one; the grid's second dimension caps it.
     for d in range(2, min(blocks // max(1, o.split_min_r_blocks), GRID_Y_MAX) + 1):
         if blocks % d == 0:
@@ -750,11 +756,11 @@ def finish_tiling(t: Tiling, o: CodegenOptions) -> Tiling:
     results per x tile, then the kernel's epilogue."""
     xnumel = t.launch.axes[0].numel
     rb = next_power_of_2(t.split)
-    # About 128 programs (x tiles) or more, one warp per 512 partials: on an H200, tsum's 4096
-    # results in 16 programs of 256 x 4 warps took 0.0791 ms with its partial kernel, in 128 of
-    # 32 x 1 warp 0.0783 ms; three_layouts_mean's 8192 in 128 of 64 x 2 warps 0.1481 against
-    # 0.1487 ms (explore round 8)
-    spread = _prev_power_of_2(max(1, xnumel // 128))
+    # About one program (x tile) a multiprocessor or more (128 on an H200's 132), one warp per
+    # 512 partials: on an H200, tsum's 4096 results in 16 programs of 256 x 4 warps took 0.0791
+    # ms with its partial kernel, in 128 of 32 x 1 warp 0.0783 ms; three_layouts_mean's 8192 in
+    # 128 of 64 x 2 warps 0.1481 against 0.1487 ms (explore round 8)
+    spread = _prev_power_of_2(max(1, xnumel // _prev_power_of_2(o.multiprocessors)))
     xb = max(1, min(o.max_xblock, next_power_of_2(xnumel), max(1, 4096 // rb), spread))
     cfg = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), max(1, min(4, xb * rb // 512)))
     masked = tuple(a for a, n, b in (("x", xnumel, xb), ("r0_", t.split, rb)) if n % b)
