@@ -1,6 +1,6 @@
 """The sweeps behind fuseopt's launch choices: fuseopt's kernels next to hand-written variants.
 
-One module a round under benchmarks/explore/ (round1.py ... round27.py, the harness in harness.py);
+One module a round under benchmarks/explore/ (round1.py ... round28.py, the harness in harness.py);
 a round's variants replace round 1's for the workloads it covers.
 
     python benchmarks/explore_gpu.py [apbt,tsum,...]            # round 1 variant sets
@@ -72,13 +72,16 @@ a round's variants replace round 1's for the workloads it covers.
                               # the timing protocol: do_bench's L2 clear (writing zeros) against
                               # a clear by reading and no clear (DIAG, every workload, tsum's
                               # ceilings); tsum in one launch at the current tile
+    ROUND=28 COMPILE=0 python benchmarks/explore_gpu.py softmax_bias_t
+                              # softmax's division as a reciprocal a row (correctly rounded, or
+                              # 1.0 / s) and a multiply a point (DIAG, checked first)
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-27 of 2026-11-29/30, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-28 of 2026-11-29/30, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 
