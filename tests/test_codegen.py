@@ -446,6 +446,54 @@ def test_split_reduction_not_for_argmax_or_a_second_loop() -> None:
     assert "rsplit" not in src
 
 
+READ_ONLY = """
+format: fuseopt-graph/1
+name: read_only
+buffers:
+  x:    {shape: [6, 20], dtype: float32, role: input}
+  b:    {shape: [20], dtype: float32, role: input}
+  y:    {shape: [6, 20], dtype: float32, role: output}
+  m:    {shape: [6], dtype: float32}
+  v:    {shape: [6], dtype: float32, role: output}
+  s:    {shape: [6], dtype: float32, role: output}
+nodes:
+  - {name: sb, loops: [[i, 6]], reduce: [[r, 20]], store: "s[i]", value: "sum(x[20*i + r] * b[r])"}
+  - {name: mn, loops: [[i, 6]], reduce: [[r, 20]], store: "m[i]", value: "sum(x[20*i + r] / 20.0)"}
+  - {name: vr, loops: [[i, 6]], reduce: [[r, 20]], store: "v[i]", value: "sum((x[20*i + r] - m[i]) * (x[20*i + r] - m[i]))"}
+  - {name: y2, loops: [[i, 6], [j, 20]], store: "y[20*i + j]", value: "x[20*i + j] * 2.0"}
+"""
+
+
+@pytest.mark.parametrize(
+    "options", [SMALL, LOOPED, SPLIT, UNROLLED], ids=["persistent", "looped", "split", "unrolled"]
+)
+def test_reductions_that_write_no_point_stream_their_loads(options: CodegenOptions) -> None:
+    """A reduction kernel whose stores are a row each reads its inputs once: loads that touch a
+    distinct element at every point of the tile are marked evict_first (explore rounds 29-30).
+    Not a load broadcast along the tile (b[r], reused by every row), not a kernel that also
+    stores a point's value, not a looped kernel that reads its input again in a second loop."""
+    g = graph(READ_ONLY)
+    first = 'eviction_policy="evict_first"'
+
+    def loads(src: str) -> list[str]:  # the loads of x and b, wrapped over lines or not
+        return re.findall(r"tl\.load\(\s*[xb]_ptr(?:[^()]|\([^()]*\))*\)", src)
+
+    src = check(g, plan_of(g, [["sb"], ["mn", "vr"], ["y2"]]), options)
+    kernels = src.split("@triton.jit")
+    (sb,) = [k for k in kernels if re.search(r"tl\.load\(\s*b_ptr", k)]
+    assert [ln for ln in loads(sb) if "x_ptr" in ln] and all(first in ln for ln in loads(sb) if "x_ptr" in ln)
+    assert not any(first in ln for ln in loads(sb) if "b_ptr" in ln)
+    (var,) = [k for k in kernels if "triton_" in k and "- tmp" in k and "def triton_" in k]
+    # looped (also under SPLIT: a second loop is not split): the mean, then a loop reading x again
+    assert (first in var) == (options in (SMALL, UNROLLED)) == ("def triton_red_" not in var)
+    (y2,) = [k for k in kernels if "def triton_poi" in k]
+    assert "eviction_policy" not in y2
+    # the sum of squares fused with a point's store: not streaming
+    src = check(g, plan_of(g, [["sb", "y2"], ["mn", "vr"]]), options)
+    (sby,) = [k for k in src.split("@triton.jit") if re.search(r"tl\.load\(\s*b_ptr", k)]
+    assert "tl.store(y_ptr" in sby and "evict_first" not in sby
+
+
 def test_workload_launches_at_full_size() -> None:
     """The launch shapes tuned on the H200 (benchmarks/results), checked without running."""
     import json
@@ -467,6 +515,8 @@ def test_workload_launches_at_full_size() -> None:
     # the finishing kernels: 128 programs, one warp per 512 partials
     assert "[(128,)](ws_n0, out, 4096, 16, XBLOCK=32, R0_BLOCK=16, num_warps=1)" in tsum
     assert "[(128,)](" in tlm and "8192, 16, XBLOCK=64, R0_BLOCK=16, num_warps=2" in tlm
+    # tsum only reads: its loads stream (evict_first); three_layouts_mean also stores s
+    assert tsum.count('eviction_policy="evict_first"') == 2 and "eviction_policy" not in tlm
     apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
     assert "[(64, 64)](x, y, out, 4096, 8192, YBLOCK=64, XBLOCK=128, num_warps=4)" in apbt
     assert apbt.count('eviction_policy="evict_last"') == 2
