@@ -46,6 +46,7 @@ from fuseopt.ir.expr import (
     Var,
     Where,
     to_text,
+    walk,
 )
 from fuseopt.ir.fold import fold_index
 from fuseopt.ir.graph import Graph
@@ -965,13 +966,24 @@ class KernelEmitter:
     # -- driver -------------------------------------------------------------------------------------------
     def streaming(self) -> bool:
         """A reduction kernel that writes no point's value (its stores are the reductions' results
-        and what follows them, a row each) and reads its inputs in one pass (persistent, or one r
-        loop): its loads stream data it reads once."""
-        if self.launch.kind != "reduction":
+        and what follows them, a row each) and reads each input once: in one pass (persistent, or
+        one r loop; not an unrolled window, whose loads overlap), through one index expression,
+        none of them indirect. Its loads stream data it reads once."""
+        ps = self.launch.placements
+        if self.launch.kind != "reduction" or self.t.unroll or self.walk is not None:
             return False
-        if any(p.role == "inner" and p.node.output in self.launch.stores for p in self.launch.placements):
+        if any(p.role == "inner" and p.node.output in self.launch.stores for p in ps):
             return False
-        if self.part == "whole" and not (self.t.persistent or self.t.unroll):
+        indices: dict[str, set[Expr]] = {}
+        for p in ps:
+            for e in walk(p.node.value):
+                if isinstance(e, Load) and e.buffer not in self.produced:
+                    if any(isinstance(i, Load) for i in walk(e.index)):
+                        return False
+                    indices.setdefault(e.buffer, set()).add(e.index)
+        if any(len(ix) > 1 for ix in indices.values()):
+            return False
+        if self.part == "whole" and not self.t.persistent:
             return max(self.phases()[0].values(), default=0) == 0
         return True
 
