@@ -512,6 +512,26 @@ def test_streamed_loads_need_one_index_per_buffer() -> None:
     assert "def triton_poi_" in sb and "evict_first" not in sb
 
 
+def test_split_kernels_use_grid_dependency_control() -> None:
+    """A split's finishing kernel waits for the partial results before its first load and is
+    launched dependent on the partial kernel, which lets it launch after its last store; the
+    module decides at run time (`_pdl(device)`: CUDA, compute capability 9.0+, False under the
+    interpreter). Modules without a split carry none of it."""
+    g = graph(READ_ONLY)
+    src = check(g, plan_of(g, [["sb"], ["mn", "vr"], ["y2"]]), SPLIT)
+    partial, finish = [k for k in src.split("@triton.jit") if "def triton_" in k and "PDL: tl.constexpr" in k]
+    body = [ln.strip() for ln in finish.split("):\n", 1)[1].splitlines() if ln.strip()]
+    assert body[0] == "_gdc_wait(PDL)" and "PDL: tl.constexpr," in finish
+    lines = [ln.strip() for ln in partial.splitlines() if ln.strip() and not ln.startswith("#")]
+    assert lines[-1] == "_gdc_launch_dependents(PDL)" and lines[-2].startswith("tl.store(ws_")
+    assert src.count("launch_pdl=pdl") == 1 and src.count("PDL=pdl") == 2
+    assert "\nPDL = None\n" in src and "pdl = _pdl(device)" in src
+    mod = load_module(src)
+    assert mod._pdl(torch.device("cpu")) is False
+    src = check(g, plan_of(g, [["sb"], ["mn", "vr"], ["y2"]]), SMALL)
+    assert "rsplit" not in src and "PDL" not in src and "pdl" not in src
+
+
 def test_workload_launches_at_full_size() -> None:
     """The launch shapes tuned on the H200 (benchmarks/results), checked without running."""
     import json
@@ -529,10 +549,15 @@ def test_workload_launches_at_full_size() -> None:
     assert "[(256, 16)](" in tlm and "XBLOCK=32, R0_BLOCK=256, num_warps=8" in tlm
     assert "range(rsplit * 256, (rsplit + 1) * 256, R0_BLOCK)" in tlm
     tsum = source("tsum")  # 128 x tiles, 16 chunks of 512 points, two R0_BLOCKs each
-    assert "[(128, 16)](" in tsum and "XBLOCK=32, R0_BLOCK=256, num_warps=8" in tsum
-    # the finishing kernels: 128 programs, one warp per 512 partials
-    assert "[(128,)](ws_n0, out, 4096, 16, XBLOCK=32, R0_BLOCK=16, num_warps=1)" in tsum
-    assert "[(128,)](" in tlm and "8192, 16, XBLOCK=64, R0_BLOCK=16, num_warps=2" in tlm
+    assert "[(128, 16)](" in tsum and "XBLOCK=32, R0_BLOCK=256, num_warps=8, PDL=pdl" in tsum
+    # the finishing kernels: 128 programs, one warp per 512 partials, launched dependent on the
+    # partial kernel where the GPU has grid dependency control
+    finish = "XBLOCK=32, R0_BLOCK=16, num_warps=1, PDL=pdl, launch_pdl=pdl"
+    one_line = re.sub(r"\s*\n\s*", " ", tsum).replace("( ", "(").replace(" )", ")")  # launches unwrapped
+    assert f"[(128,)](ws_n0, out, 4096, 16, {finish})" in one_line
+    assert (
+        "[(128,)](" in tlm and "8192, 16, XBLOCK=64, R0_BLOCK=16, num_warps=2, PDL=pdl, launch_pdl=pdl" in tlm
+    )
     # tsum only reads: its loads stream (evict_first); three_layouts_mean also stores s
     assert tsum.count('eviction_policy="evict_first"') == 2 and "eviction_policy" not in tlm
     apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
@@ -584,7 +609,9 @@ def test_split_grids_follow_the_target_multiprocessors() -> None:
     def launches(**kw: int) -> list[tuple[str, str]]:
         """(grid, blocks and warps) of every launch."""
         src = emit_module(st.graph, st.plan, options=CodegenOptions(**kw))
-        return re.findall(r"triton_\w+\[(\([^\]]*\))\]\(.*?(XBLOCK=\d+, R0_BLOCK=\d+, num_warps=\d+)", src)
+        return re.findall(
+            r"triton_\w+\[(\([^\]]*\))\]\([^)]*?(XBLOCK=\d+, R0_BLOCK=\d+, num_warps=\d+)", src, re.S
+        )
 
     # The finishing kernel: about one program a multiprocessor (its 4096 results in 128 or 64).
     assert launches()[1] == ("(128,)", "XBLOCK=32, R0_BLOCK=16, num_warps=1")

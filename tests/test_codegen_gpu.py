@@ -79,3 +79,36 @@ def test_cluster_launches_on_gpu(rows: int, clusters: bool | None) -> None:
     assert "num_ctas=2" in src
     src = src.replace("\nCLUSTERS = None\n", f"\nCLUSTERS = {clusters}\n")
     compare_with_reference(st.graph, st.plan, source=src)
+
+
+SPLIT_THEN_MORE = """
+format: fuseopt-graph/1
+name: split_then_more
+buffers:
+  x:   {shape: [4096, 8192], dtype: float32, role: input}
+  y:   {shape: [8192, 4096], dtype: float32, role: input}
+  s:   {shape: [4096], dtype: float32, role: output}
+  t:   {shape: [4096], dtype: float32, role: output}
+nodes:
+  - {name: rs, loops: [[i, 4096]], reduce: [[r, 8192]], store: "s[i]", value: "sum(x[8192*i + r] * 2.0 + y[i + 4096*r])"}
+  - {name: sc, loops: [[i, 4096]], store: "t[i]", value: "s[(i + 1) % 4096] * 0.5"}
+"""
+
+
+@pytest.mark.parametrize("pdl", [None, True, False])
+def test_split_finish_with_programmatic_dependent_launch(pdl: bool | None) -> None:
+    """A split reduction's finishing kernel launched dependent on its partial kernel (on this GPU
+    when it has grid dependency control: None), forced on where it has, and off; a kernel after
+    it reads the finished results of every program (a neighbour's row)."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.io.load import load_text
+    from fuseopt.passes.pipeline import optimize
+
+    if pdl and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("programmatic dependent launch needs compute capability 9.0")
+    st = optimize(load_text(SPLIT_THEN_MORE, "split_then_more.yaml"))
+    src = emit_module(st.graph, st.plan)
+    assert "rsplit" in src and "launch_pdl=pdl" in src and "_gdc_wait(PDL)" in src
+    src = src.replace("\nPDL = None\n", f"\nPDL = {pdl}\n")
+    for seed in range(3):
+        compare_with_reference(st.graph, st.plan, seed, source=src)

@@ -989,6 +989,10 @@ class KernelEmitter:
 
     def body(self) -> None:
         self.streams = self.streaming()
+        if self.part == "finish":
+            # Launched while the partial kernel's last programs run (programmatic dependent
+            # launch, where the GPU has it): its partial results are complete only after this.
+            self.effect("_gdc_wait(PDL)", [])
         self.prologue()
         ps = self.launch.placements
         if self.part == "finish":
@@ -1005,7 +1009,8 @@ class KernelEmitter:
                     self.reduction(p)
                 elif p.role == "inner":
                     self.pointwise(p)
-            self.close_loop()
+            self.close_loop()  # (stores the partial results)
+            self.effect("_gdc_launch_dependents(PDL)", [])
             return
         if self.launch.kind == "pointwise" or self.t.persistent or self.t.unroll:
             if self.walk is not None:
@@ -1080,6 +1085,8 @@ class KernelEmitter:
             numels = [(n, self.t.split if n == "r0_numel" else v) for n, v in numels]
         blocks = [a.block for a in self.launch.axes]
         params = [self.ptr(b) for b in args] + [n for n, _ in numels] + [f"{b}: tl.constexpr" for b in blocks]
+        if self.part != "whole":  # a split's kernels: grid dependency control (see _gdc_wait)
+            params.append("PDL: tl.constexpr")
         lines: list[str] = []
         lines.extend(self.header())
         lines.append("@triton.jit")

@@ -354,6 +354,26 @@ def _remainder(a, b):
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 """
     ),
+    "_gdc_wait": Helper(
+        """\
+@triton.jit
+def _gdc_wait(PDL: tl.constexpr):
+    # Launched with programmatic dependent launch (PDL), this kernel may start while the kernel
+    # before it still runs: wait here, before the first load, until that kernel's writes are
+    # visible. PDL is False where the GPU has no grid dependency control (and in the interpreter).
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+"""
+    ),
+    "_gdc_launch_dependents": Helper(
+        """\
+@triton.jit
+def _gdc_launch_dependents(PDL: tl.constexpr):
+    # This program has issued its last store: the kernel launched after it with PDL may start.
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+"""
+    ),
     "_relu": Helper(
         """\
 @triton.jit

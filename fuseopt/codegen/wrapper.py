@@ -93,6 +93,22 @@ def _clusters(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device)[0] >= 9
 """
 
+_PDL = """\
+# A split reduction's finishing kernel is launched with programmatic dependent launch on NVIDIA
+# GPUs of compute capability 9.0 or later: it starts while the partial kernel's last programs run
+# and waits for their results before its first load (_gdc_wait; triton 3.4+). PDL = True or
+# False decides instead (the interpreter has no grid dependency control).
+PDL = None
+
+
+def _pdl(device: torch.device) -> bool:
+    if PDL is not None:
+        return PDL
+    if device.type != "cuda" or torch.version.hip is not None or not hasattr(tl.extra.cuda, "gdc_wait"):
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
+"""
+
 _CLUSTER_PRUNE = """\
 def _cluster_prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
     \"\"\"Autotune candidates for the launch's device (when it tunes): cluster launches only where
@@ -104,6 +120,7 @@ def _cluster_prune(configs: list[triton.Config], named_args: dict, **kwargs: obj
 _FIXED_NAMES = frozenset(
     {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
     | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_cluster_prune"}
+    | {"PDL", "_pdl", "pdl"}
 )
 
 
@@ -162,6 +179,8 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         body.append(f"# {launch.plan_kernel}: {nodes}{note}")
         for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
             body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
+        if split > 1 and "pdl = _pdl(device)" not in body:
+            body.append("pdl = _pdl(device)")
         body.extend(line for k in group for line in _launch(k, names))
     outputs = [b.name for b in graph.outputs]
     extra = [n for n in schedule.materialised if graph.buffer(n).role == "intermediate"]
@@ -187,6 +206,8 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         parts.append(_CLUSTERS)
         if options.autotune:
             parts.append(_CLUSTER_PRUNE)
+    if any(k.tiling.part != "whole" for k in kernels):
+        parts.append(_PDL)
     parts.extend(HELPERS[h].source for h in helpers)
     parts.extend(k.source for k in kernels)
     parts.append(_RUNTIME)
@@ -237,18 +258,20 @@ def _launch(k: EmittedKernel, names: dict[str, str]) -> list[str]:
     """The kernel's launch; with a cluster launch, chosen at run time against its fallback."""
     args = [names[b] for b in k.args] + [str(n) for _, n in k.numels]
     t = k.tiling
+    # A split's kernels take PDL; the finishing one is launched dependent on the partial one.
+    pdl = {"whole": [], "partial": ["PDL=pdl"], "finish": ["PDL=pdl", "launch_pdl=pdl"]}[t.part]
     if t.autotune:
         per_dim = (
             "{" + ", ".join(f'"{b}": {n}' for b, n in dim.items()) + "}" for dim in t.grid_dims(t.config)
         )
         grid = "_grid(" + ", ".join(per_dim) + ")"
-        return [f"{k.name}[{grid}]({', '.join(args)})"]
+        return [f"{k.name}[{grid}]({', '.join(args + pdl)})"]
 
     def fixed(c: LaunchConfig) -> str:
         dims = t.grid(c)
         grid = f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(map(str, dims))})"
         kw = [f"{name}={value}" for name, value in c.blocks] + [f"num_warps={c.num_warps}"]
-        kw += [f"num_ctas={c.num_ctas}"] if c.num_ctas > 1 else []
+        kw += ([f"num_ctas={c.num_ctas}"] if c.num_ctas > 1 else []) + pdl
         return f"{k.name}[{grid}]({', '.join(args + kw)})"
 
     if t.fallback is None:
