@@ -10,13 +10,7 @@ import re
 import torch
 
 from benchmarks.explore.harness import DRY
-from benchmarks.explore.round19 import _timed
-from benchmarks.programs import captured
-from fuseopt.codegen import emit_module
-from fuseopt.interp import make_inputs
-from fuseopt.passes.pipeline import optimize
-from fuseopt.runtime.compare import compare_with_reference
-from fuseopt.runtime.module import load_module
+from benchmarks.explore.round29 import edited
 
 STORE = re.compile(r"tl\.store\(((?:[^()]|\([^()]*\))*?)\)")
 HINTS = {
@@ -27,22 +21,15 @@ HINTS = {
 
 def _workload(name):
     def build(st, sz):
-        g, _ = captured(name, small=DRY)
-        stage = optimize(g)
-        src = emit_module(stage.graph, stage.plan)
-        src = src.replace("\nCLUSTERS = None\n", "\nCLUSTERS = True\n")
-        mods = {"as emitted": load_module(src)}
-        for label, hint in HINTS.items():
-            new, n = STORE.subn(lambda m: f"tl.store({m.group(1)}{hint})", src)
-            assert n >= 1
-            compare_with_reference(stage.graph, stage.plan, source=new)
-            mods[label] = load_module(new)
-        dev = next(iter(st.values())).device
-        inputs = {k: v.to(dev) for k, v in make_inputs(g, seed=0).items()}
-        vs = {}
-        for rep in (1, 2):
-            for label, mod in mods.items():
-                vs[f"DIAG {label} ({rep})"] = _timed(mod, inputs, f"{name} {label} {rep}")
+        def hint(text):
+            def edit(src):
+                new, n = STORE.subn(lambda m: f"tl.store({m.group(1)}{text})", src)
+                assert n >= 1
+                return new
+
+            return edit
+
+        vs, _ = edited(name, st, {label: hint(text) for label, text in HINTS.items()})
         if not DRY:
             torch.cuda.empty_cache()
         return vs, lambda: {}

@@ -9,32 +9,18 @@ with the other hint), checked first, timed twice alternating (DIAG rows: the cap
 import torch
 
 from benchmarks.explore.harness import DRY
-from benchmarks.explore.round19 import _timed
-from benchmarks.explore.round29 import LOAD
-from benchmarks.programs import captured
-from fuseopt.codegen import emit_module
-from fuseopt.interp import make_inputs
-from fuseopt.passes.pipeline import optimize
-from fuseopt.runtime.compare import compare_with_reference
-from fuseopt.runtime.module import load_module
+from benchmarks.explore.round29 import LOAD, edited
+
+
+def _last(src):
+    new, n = LOAD.subn(lambda m: f'tl.load({m.group(1)}, eviction_policy="evict_last")', src)
+    assert n >= 1
+    return new
 
 
 def _workload(name):
     def build(st, sz):
-        g, _ = captured(name, small=DRY)
-        stage = optimize(g)
-        src = emit_module(stage.graph, stage.plan)
-        src = src.replace("\nCLUSTERS = None\n", "\nCLUSTERS = True\n")
-        new, n = LOAD.subn(lambda m: f'tl.load({m.group(1)}, eviction_policy="evict_last")', src)
-        assert n >= 1
-        compare_with_reference(stage.graph, stage.plan, source=new)
-        dev = next(iter(st.values())).device
-        inputs = {k: v.to(dev) for k, v in make_inputs(g, seed=0).items()}
-        mods = {"as emitted": load_module(src), "loads evict_last": load_module(new)}
-        vs = {}
-        for rep in (1, 2):
-            for label, mod in mods.items():
-                vs[f"DIAG {label} ({rep})"] = _timed(mod, inputs, f"{name} {label} {rep}")
+        vs, _ = edited(name, st, {"loads evict_last": _last})
         if not DRY:
             torch.cuda.empty_cache()
         return vs, lambda: {}
