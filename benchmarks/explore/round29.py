@@ -6,8 +6,9 @@ L2 `createpolicy.fractional.L2::evict_first` policy), are the first lines replac
 already there (in an application: data other kernels reuse) stay. Each workload's captured
 module as emitted against the same module with every `tl.load` of an input marked evict_first
 (replacing the transposed tiles' evict_last), checked against the reference interpreter first,
-timed twice alternating; tsum's plain 256 MiB read with and without the hint (DIAG). Run before fuseopt emitted the hint itself:
-since then "as emitted" carries it wherever the kernel only reads."""
+timed twice alternating; tsum's plain 256 MiB read with and without the hint (DIAG). Run before
+fuseopt emitted the hint itself: since then "as emitted" carries it wherever the kernel only
+reads."""
 
 import re
 

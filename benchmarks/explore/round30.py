@@ -7,8 +7,8 @@ fuseopt emits them, with and without the hint on every load: a persistent row su
 transposed persistent column sum, a split column mean, tsum unsplit (looped), a row max of
 bfloat16, and a row sum with a bias broadcast along x (its bias load keeps no hint). Each edit is
 checked against the reference interpreter first; timed twice alternating (DIAG rows: graphs of
-this round, not the workloads). Run before fuseopt emitted the hint itself:
-since then "as emitted" carries it wherever the kernel only reads."""
+this round, not the workloads). Run before fuseopt emitted the hint itself: since then "as
+emitted" carries it wherever the kernel only reads."""
 
 import re
 
