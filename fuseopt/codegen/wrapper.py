@@ -165,6 +165,7 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     for name in schedule.materialised:
         b = graph.buffer(name)
         body.append(f"{names[name]} = _empty({b.storage_size}, {TORCH_DTYPE[b.dtype]}, device)")
+    pdl_known = False
     for launch, group in zip(schedule.launches, emitted_for, strict=True):
         body.append("")
         if isinstance(launch, LibraryLaunch):
@@ -179,8 +180,9 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         body.append(f"# {launch.plan_kernel}: {nodes}{note}")
         for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
             body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
-        if split > 1 and "pdl = _pdl(device)" not in body:
+        if split > 1 and not pdl_known:  # decided once, before the first split's launches
             body.append("pdl = _pdl(device)")
+            pdl_known = True
         body.extend(line for k in group for line in _launch(k, names))
     outputs = [b.name for b in graph.outputs]
     extra = [n for n in schedule.materialised if graph.buffer(n).role == "intermediate"]
