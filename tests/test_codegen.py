@@ -510,6 +510,20 @@ def test_streamed_loads_need_one_index_per_buffer() -> None:
     src = check(g, plan_of(g, [["sb"], ["mn", "vr"], ["y2"]]), UNROLLED)
     (sb,) = [k for k in src.split("@triton.jit") if re.search(r"tl\.load\(\s*b_ptr", k)]
     assert "def triton_poi_" in sb and "evict_first" not in sb
+    # an indirect load (rows picked by ids: a row may be read twice)
+    text = """
+format: fuseopt-graph/1
+name: gathered_rows
+buffers:
+  x:   {shape: [10, 20], dtype: float32, role: input}
+  ids: {shape: [6], dtype: int32, role: input}
+  s:   {shape: [6], dtype: float32, role: output}
+nodes:
+  - {name: sg, loops: [[i, 6]], reduce: [[r, 20]], store: "s[i]", value: "sum(x[20*ids[i] + r])"}
+"""
+    g = graph(text)
+    src = check(g, plan_of(g, [["sg"]]), SMALL)
+    assert "tl.load(x_ptr" in src and "evict_first" not in src
 
 
 def test_split_kernels_use_grid_dependency_control() -> None:

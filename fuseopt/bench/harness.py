@@ -146,7 +146,7 @@ def bench_graph(
     expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()})
     dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
     nbytes = io_bytes(graph)
-    same_size = None if do_bench is None else copy_bandwidth_gbps(dev, do_bench, max(4, nbytes // 2))
+    same_size = None if do_bench is None else copy_bandwidth_gbps(dev, do_bench, nbytes // 2)
     results: list[VariantResult] = []
 
     def timed(name: str, fn: Callable[[], object], check: Callable[[], None], kernels: int | None) -> None:

@@ -45,8 +45,8 @@ from fuseopt.ir.expr import (
     Unary,
     Var,
     Where,
+    loads,
     to_text,
-    walk,
 )
 from fuseopt.ir.fold import fold_index
 from fuseopt.ir.graph import Graph
@@ -975,12 +975,10 @@ class KernelEmitter:
         if any(p.role == "inner" and p.node.output in self.launch.stores for p in ps):
             return False
         indices: dict[str, set[Expr]] = {}
-        for p in ps:
-            for e in walk(p.node.value):
-                if isinstance(e, Load) and e.buffer not in self.produced:
-                    if any(isinstance(i, Load) for i in walk(e.index)):
-                        return False
-                    indices.setdefault(e.buffer, set()).add(e.index)
+        for ld in (ld for p in ps for ld in p.node.reads() if ld.buffer not in self.produced):
+            if loads(ld.index):
+                return False
+            indices.setdefault(ld.buffer, set()).add(ld.index)
         if any(len(ix) > 1 for ix in indices.values()):
             return False
         if self.part == "whole" and not self.t.persistent:

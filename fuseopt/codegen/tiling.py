@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2, prod
 from fuseopt.codegen.indexing import Digit, digit_of
@@ -192,19 +192,18 @@ def _tiling(
     fallback: LaunchConfig | None = None,
 ) -> Tiling:
     autotune = cands if options.autotune else ()
-    fixed = (default,) if fallback is None else (default, fallback)
-    masked = _masked(launch, autotune or fixed)
-    return Tiling(
+    t = Tiling(
         launch,
         persistent,
         default,
         autotune,
-        masked,
+        (),
         _index_dtype(graph, launch),
         unroll,
         row_split=row_split,
         fallback=None if autotune else fallback,
     )
+    return replace(t, masked=_masked(launch, t.configs))  # masks that hold for every launch
 
 
 def _masked(launch: ComputeLaunch, configs: tuple[LaunchConfig, ...]) -> tuple[str, ...]:
