@@ -1,6 +1,6 @@
 """The sweeps behind fuseopt's launch choices: fuseopt's kernels next to hand-written variants.
 
-One module a round under benchmarks/explore/ (round1.py ... round33.py, the harness in harness.py);
+One module a round under benchmarks/explore/ (round1.py ... round36.py, the harness in harness.py);
 a round's variants replace round 1's for the workloads it covers.
 
     python benchmarks/explore_gpu.py [apbt,tsum,...]            # round 1 variant sets
@@ -90,13 +90,24 @@ a round's variants replace round 1's for the workloads it covers.
     ROUND=33 COMPILE=0 python benchmarks/explore_gpu.py tsum,three_layouts_mean
                               # a split's finishing kernel launched with programmatic dependent
                               # launch (DIAG, checked against the module as emitted)
+    ROUND=34 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
+                              # a pooling window held in registers in both directions (hand
+                              # written, generated source): columns unrolled, rows walked,
+                              # unrolled or prefetched; ROUND34=walk|tiles|groups picks the set
+    ROUND=35 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
+                              # fuseopt's sliding window with its row loop unrolled (DIAG,
+                              # checked first)
+    ROUND=36 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
+                              # fuseopt's register window against its sliding window, as
+                              # emitted and with addresses as base pointer + constant (DIAG,
+                              # checked first)
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-33 of 2026-11-29/30, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-36 of 2026-11-29/30, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 

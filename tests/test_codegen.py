@@ -590,10 +590,16 @@ def test_workload_launches_at_full_size() -> None:
     assert "[(1024,)](" in sm and "XBLOCK=32, R0_BLOCK=1024, num_warps=4, num_ctas=2" in sm
     assert "[(2048,)](" in sm and "XBLOCK=16, R0_BLOCK=1024, num_warps=4\n" in sm
     assert "tl.reduce(tmp2, 1, _max_propagate)" in sm  # one NaN-propagating reduction for the max
-    # sliding window over image rows: 7 rows a program, 1024 of a row's 35 x 192 points a tile
+    # register window: 5 image rows x 5 columns of 192 channels a program, 64 channels a slice
+    # (3 slices x 7 column chunks, 896 bands of rows), one warp; the sliding window without it
     pool = source("avgpool_cl")
-    assert "sliding window, 7 rows a program, 6 of 9 row loads carried" in pool
-    assert "[(7, 640)](" in pool and "YBLOCK=7, XBLOCK=1024, num_warps=4" in pool
+    assert "register window, 5 x 5 cells, 49 loads for 225" in pool and "pid // (192 // XBLOCK)" in pool
+    assert "[(21, 896)](" in pool and "YBLOCK=5, XBLOCK=64, num_warps=1" in pool
+    doc, _ = WORKLOADS["avgpool_cl"](**FULL["avgpool_cl"])
+    st = optimize(load_text(json.dumps(doc), "avgpool_cl.json"))
+    walk = emit_module(st.graph, st.plan, options=CodegenOptions(window_cells=0))
+    assert "sliding window, 7 rows a program, 6 of 9 row loads carried" in walk
+    assert "[(7, 640)](" in walk and "YBLOCK=7, XBLOCK=1024, num_warps=4" in walk
 
 
 def test_split_grids_follow_the_target_multiprocessors() -> None:

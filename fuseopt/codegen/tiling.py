@@ -59,6 +59,12 @@ class CodegenOptions:
     # `window_band` rows (at most) per program; 0: never.
     window_min_row: int = 256
     window_band: int = 8
+    # Register windows (see codegen.cells): at most this many cells (rows x columns) a program;
+    # 0: never.
+    window_cells: int = 25
+    # Points of a column a register window's program covers (a power of two; the column must be
+    # a multiple): 64, one warp, the slice measured (explore round 34).
+    window_slice: int = 64
     # Thread-block clusters for the transposed persistent reductions that do more than one
     # reduction or a special function at every point (see _clustered).
     clusters: bool = True
@@ -90,6 +96,9 @@ class Tiling:
     row_split: bool = False  # a 2D tile of rows (y) x a row's inner points (x): index arithmetic per row
     walk: int = 0  # a sliding window: rows per program, walked in order (YBLOCK); 0: no walk
     walk_period: int = 0  # bands of rows never cross a multiple of this many rows
+    # A register window (codegen.cells): (rows, columns, column stride) of the cells a program
+    # unrolls, XBLOCK points of a column each; () otherwise.
+    cells: tuple[int, ...] = ()
     # The launch where thread-block clusters are not available, when `config` uses them
     # (the wrapper picks one at run time); None when `config` runs everywhere.
     fallback: LaunchConfig | None = None
@@ -100,7 +109,7 @@ class Tiling:
         return (
             self.launch.kind == "pointwise"
             and len(self.launch.axes) == 2
-            and not (self.unroll or self.row_split or self.walk)
+            and not (self.unroll or self.row_split or self.walk or self.cells)
         )
 
     @property
@@ -122,6 +131,9 @@ class Tiling:
     def grid_dims(self, config: LaunchConfig) -> tuple[dict[str, int], ...]:
         """Per grid dimension, the (block, numel) pairs whose tile counts multiply into it."""
         axes = [a for a in self.launch.axes if a.name != "r0_"]
+        if self.cells:  # program_id(0): the row's column chunks x their XBLOCK-point slices
+            y, x = axes
+            return ({x.block: x.numel // self.cells[1]}, {y.block: y.numel})
         if self.part == "partial":
             return ({a.block: a.numel for a in axes}, {"": self.split})
         if self.grid_2d:

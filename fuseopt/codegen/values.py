@@ -19,6 +19,25 @@ class Val:
     level: int = 0  # 0: kernel scope, 1: inside the current reduction loop
     names: tuple[str, ...] = ()  # temporaries the text refers to
     const: Literal | None = None
+    # A register window's cell (`codegen.cells`): the value is `root + offset`, `text` spelling
+    # that out; index arithmetic folds the offset into its constant, so that two cells naming
+    # one element write one expression (and the emitter's CSE by text makes them one load).
+    root: str | None = None
+    offset: int = 0
+
+    def rooted(self) -> tuple[Val, int]:
+        """(the value without its cell's offset, the offset)."""
+        if self.root is None:
+            return self, 0
+        return Val(self.root, self.dtype, self.axes, self.level, self.names), self.offset
+
+    def shifted(self, k: int) -> Val:
+        """This value (without an offset) plus the constant `k`, kept apart for folding."""
+        assert self.root is None and not self.literal
+        if k == 0:
+            return self
+        text = f"{self.text} + {k}" if k > 0 else f"{self.text} - {-k}"
+        return Val(text, self.dtype, self.axes, self.level, self.names, root=self.text, offset=k)
 
     @property
     def literal(self) -> bool:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import builtins
 import keyword
 
+from fuseopt.codegen.cells import cell_tilings
 from fuseopt.codegen.common import TORCH_DTYPE
-from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, kernel_name, window_plan
+from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, cells_plan, kernel_name, window_plan
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import HELPERS, helper_closure, helpers_used, library_rule
 from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
@@ -125,14 +126,24 @@ _FIXED_NAMES = frozenset(
 
 
 def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tuple[Tiling, dict[Key, Key]]:
-    """A sliding window where at least a third of the values a row needs (loads, points of an
-    unrolled reduction) come from the row before (and at least one); else `choose_tiling`'s
-    tile."""
+    """The first sliding window where at least a third of the values a row needs (loads, points
+    of an unrolled reduction) come from the row before (and at least one), unless a register
+    window (`codegen.cells`) whose cells share at least a third of their loads loads fewer values
+    a point than it (or than the kernel's own loads when no sliding window qualifies); else
+    `choose_tiling`'s tile."""
+    window: tuple[Tiling, dict[Key, Key]] | None = None
+    per_point: float | None = None
     for cand in window_tilings(graph, launch, options):
         carry, loads, carried = window_plan(graph, cand)
         if carried and 3 * carried >= loads:
-            return cand, carry
-    return choose_tiling(graph, launch, options), {}
+            window, per_point = (cand, carry), loads - carried
+            break
+    for cand in cell_tilings(graph, launch, options):
+        needed, distinct = cells_plan(graph, cand)
+        cells = cand.cells[0] * cand.cells[1]
+        if needed and 3 * (needed - distinct) >= needed and distinct < (per_point or needed / cells) * cells:
+            return cand, {}
+    return window or (choose_tiling(graph, launch, options), {})
 
 
 def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
