@@ -23,7 +23,7 @@ from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.module import load_module
 from tests.strategies import check, unfused_plan
-from tests.test_window import stencil_doc, window_reduce_doc
+from tests.test_window import draw_offsets, stencil_doc, window_reduce_doc
 
 # Tiny images take the register window: rows of 2+ points, slices of one point of a column.
 CELLS = CodegenOptions(window_min_row=2, max_xblock=8, window_slice=1)
@@ -49,18 +49,7 @@ def _expected_loads(offsets: list[tuple[int, int]], rows: int, cols: int) -> tup
 
 @st.composite
 def stencils(draw: st.DrawFn) -> tuple[dict[str, Any], list[tuple[int, int]]]:
-    if draw(st.integers(0, 3)):  # a rectangular window, maybe with holes
-        dh0, dw0 = draw(st.integers(-2, 0)), draw(st.integers(-2, 0))
-        kh, kw = draw(st.integers(2, 3)), draw(st.integers(2, 3))
-        full = [(dh0 + i, dw0 + j) for i in range(kh) for j in range(kw)]
-        keep = draw(
-            st.lists(st.sampled_from([True, True, True, False]), min_size=len(full), max_size=len(full))
-        )
-        offsets = [o for o, k in zip(full, keep, strict=True) if k] or full[:1]
-    else:
-        offsets = draw(
-            st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=6, unique=True)
-        )
+    offsets = draw_offsets(draw, rectangular=draw(st.integers(0, 3)) > 0, min_kw=2)
     doc = stencil_doc(
         draw(st.integers(1, 2)),
         draw(st.integers(3, 6)),

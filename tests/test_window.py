@@ -57,20 +57,25 @@ def stencil_doc(
     }
 
 
-@st.composite
-def stencils(draw: st.DrawFn) -> dict[str, Any]:
-    if draw(st.booleans()):  # a rectangular window (pooling, convolution), maybe with holes
+def draw_offsets(draw: st.DrawFn, rectangular: bool, min_kw: int = 1) -> list[tuple[int, int]]:
+    """A stencil's (dh, dw) offsets: a rectangular window (pooling, convolution) at least 2 x
+    `min_kw`, maybe with holes; or up to six anywhere within +-2."""
+    if rectangular:
         dh0, dw0 = draw(st.integers(-2, 0)), draw(st.integers(-2, 0))
-        kh, kw = draw(st.integers(2, 3)), draw(st.integers(1, 3))
+        kh, kw = draw(st.integers(2, 3)), draw(st.integers(min_kw, 3))
         full = [(dh0 + i, dw0 + j) for i in range(kh) for j in range(kw)]
         keep = draw(
             st.lists(st.sampled_from([True, True, True, False]), min_size=len(full), max_size=len(full))
         )
-        offsets = [o for o, k in zip(full, keep, strict=True) if k] or full[:1]
-    else:
-        offsets = draw(
-            st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=6, unique=True)
-        )
+        return [o for o, k in zip(full, keep, strict=True) if k] or full[:1]
+    return draw(
+        st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=6, unique=True)
+    )
+
+
+@st.composite
+def stencils(draw: st.DrawFn) -> dict[str, Any]:
+    offsets = draw_offsets(draw, draw(st.booleans()))
     return stencil_doc(
         draw(st.integers(1, 2)),
         draw(st.integers(2, 7)),

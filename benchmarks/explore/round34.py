@@ -33,29 +33,19 @@ from benchmarks.explore.harness import DRY, sized
 from benchmarks.explore.round19 import _timed
 from benchmarks.programs import captured
 from fuseopt.codegen import emit_module
+from fuseopt.codegen.rules import HELPERS
 from fuseopt.interp import make_inputs
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.module import load_module
 
-_HEAD = """import os
+_IMPORTS = """import os
 
 import triton
 import triton.language as tl
 
-_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+"""
 
-
-@triton.jit
-def _bf16(x):
-    # the interpreter (triton 3.9) rounds float32 -> bfloat16 wrongly; compiled: one cvt.rn
-    if _INTERPRETED:
-        bits = x.to(tl.uint32, bitcast=True)
-        bits = bits + (0x7FFF + ((bits >> 16) & 1))
-        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
-    else:
-        return x.to(tl.bfloat16)
-
-
+_HEAD = """
 @triton.jit
 def pool34(x, out, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CB: tl.constexpr,
            T: tl.constexpr, G: tl.constexpr):
@@ -74,7 +64,7 @@ def pool34(x, out, C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, CB: tl.con
 
 def _source(S: int, mode: str, hint: str) -> str:
     cols = range(S + 2)  # column j is w0 - 1 + j
-    lines = [_HEAD.format(S=S)]
+    lines = [_IMPORTS + HELPERS["_to_bf16"].source + _HEAD.format(S=S)]
     a = lines.append
     for j in cols:
         a(f"    ok{j} = cm & (zc + w0 + {j - 1} >= 0) & (zc + w0 + {j - 1} < W)")
@@ -107,9 +97,9 @@ def _source(S: int, mode: str, hint: str) -> str:
         for i, term in enumerate(terms[1:]):
             a(f"        a{s}_{i} = {acc} + {term}")
             acc = f"a{s}_{i}"
-        a(f"        v{s} = _bf16({acc} * 0.1111111119389534).to(tl.float32)")
+        a(f"        v{s} = _to_bf16({acc} * 0.1111111119389534).to(tl.float32)")
         a(f"        v{s} = tl.where(v{s} < 0, tl.zeros_like(v{s}), v{s})")
-        a(f"        tl.store(orow + {s} * C, _bf16(v{s}), ok{s + 1} & hok)")
+        a(f"        tl.store(orow + {s} * C, _to_bf16(v{s}), ok{s + 1} & hok)")
     for j in cols:
         a(f"        p{j} = q{j}")
     for j in cols:

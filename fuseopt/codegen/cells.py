@@ -11,10 +11,14 @@ element under the same mask write the same load, which the emitter's CSE makes o
 3x3 pooling window over 5 x 5 cells loads 7 x 7 values for 25 outputs (9 loads a point unfused,
 3 for the sliding window), with the rows unrolled so the compiler can issue them all early.
 
-On an H200 (benchmarks/results/explore round 34, bfloat16 avgpool_cl, 192 channels): 73.6-75.6%
-of copy with 5 x 5 or 7 x 3 cells of 64 channels and one warp, against 66.2-67.6% for the
-sliding window; walked rows instead of unrolled ones 66-70%, wider slices (128 or 256 channels
-with more warps) or several images a program 57-73%.
+On an H200 (bfloat16 avgpool_cl, 192 channels; benchmarks/results/explore rounds 34-36): the
+generated kernel (5 x 5 cells of 64 channels, one warp) runs at 69.8-71.8% of copy against
+66.2-67.6% for the sliding window; round 34's hand-written one at 73.6-75.6% (5 x 5 or 7 x 3
+cells); walked rows instead of unrolled ones 66-70%, wider slices (128 or 256 channels with
+more warps) or several images a program 57-73%. A row of cells stores after its loads (a load
+cannot move above a store that may alias it: 48-50% interleaved), and an address is the cell's
+base pointer plus a constant (the compiler folds it into the access: 63-64% as `ptr + (base +
+k)`).
 
 Cells are exact shifts of the program's base when every digit of the flat index is one of: a
 digit of the row index (the rows' period divides every one, as for sliding windows: T divides
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.tiling import (
     GRID_Y_MAX,
@@ -46,10 +51,11 @@ MAX_COLUMNS = 7
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
-    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+    """The largest divisor of n up to `at_most` (1 at least)."""
+    return max(d for d in range(1, max(1, min(n, at_most)) + 1) if n % d == 0)
 
 
-def column_stride(flat_digits: set, row: int) -> int | None:
+def column_stride(flat_digits: set[Digit], row: int) -> int | None:
     """The column `c` of a row of `row` points: the divisor of the digit `x // c` below the row,
     if every digit below the row is that column or lies within one column."""
     inner = [d for d in flat_digits if d.div < row]
@@ -86,7 +92,7 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
         piece = options.window_slice
         if c is None or c % piece or piece & (piece - 1):
             continue
-        rows = _largest_divisor(walk.walk_period, MAX_ROWS)
+        rows = _largest_divisor(walk.walk_period, min(MAX_ROWS, options.window_cells))
         cols = _largest_divisor(x.numel // c, min(MAX_COLUMNS, options.window_cells // rows))
         if rows * cols < 2 or y.numel % rows or y.numel // rows > GRID_Y_MAX:
             continue

@@ -689,7 +689,7 @@ class KernelEmitter:
         text = idx.text
         target = self.union(idx.axes, axes)
         root, offset = idx.rooted()
-        if offset and not (set(target) - set(idx.axes)):
+        if offset and idx.axes and not (set(target) - set(idx.axes)):
             # A register window cell: the pointer to the cell's base (one per distinct base, kept by
             # the compiler), then a constant it folds into the access's immediate offset. Written
             # `ptr + (base + k)` the 32-bit sum is recomputed and widened at every load instead:
@@ -748,27 +748,20 @@ class KernelEmitter:
                 return Val(literal_text(folded.value, DType.int64), DType.int64, const=folded.value)
             if folded != e.index:
                 return self.value(replace(e, index=folded), ctx, conds)
-        if e.dtype == DType.int64 and self.idt == DType.int64 and self.t.cells and index_ops(e, ctx.ranges):
-            # A register window's cells in int64: index arithmetic too (offsets folded), so that
-            # cells name a shared row's or column's bounds checks (and loads) alike.
+        narrow = self.idt == DType.int32 and _index_like(e, ctx.ranges)
+        if e.dtype == DType.int64 and (narrow or self.t.cells and index_ops(e, ctx.ranges)):
+            # Integer arithmetic of loop variables (a window's bounds checks) as index arithmetic:
+            # in int32 where it provably fits (plain // and % on non-negative operands, digits of
+            # one tile axis) rather than int64 value arithmetic with sign-correcting helpers; in a
+            # register window also in int64, so that its cells' offsets fold and cells name a
+            # shared row's or column's bounds checks (and loads) alike.
             idx = self.index(e.index if isinstance(e, IndexValue) else e, ctx, conds)
             if idx.literal:
                 assert idx.const is not None
                 return Val(str(idx.const), DType.int64, const=int(idx.const))
             if idx.text.isidentifier():
-                return Val(idx.text, DType.int64, idx.axes, idx.level, idx.names)
-            return self.emit(idx.text, [idx], DType.int64)
-        if e.dtype == DType.int64 and self.idt == DType.int32 and _index_like(e, ctx.ranges):
-            # Integer arithmetic of loop variables (a window's bounds checks) that provably fits in
-            # int32: index arithmetic in int32 (plain // and % on non-negative operands, digits of
-            # one tile axis) rather than int64 value arithmetic with sign-correcting helpers.
-            idx = self.index(e.index if isinstance(e, IndexValue) else e, ctx, conds)
-            if idx.literal:
-                assert idx.const is not None
-                return Val(str(idx.const), DType.int64, const=int(idx.const))
-            if idx.text.isidentifier():
-                return Val(idx.text, DType.int32, idx.axes, idx.level, idx.names)
-            return self.emit(idx.text, [idx], DType.int32)
+                return Val(idx.text, self.idt, idx.axes, idx.level, idx.names)
+            return self.emit(idx.text, [idx], self.idt)
         if isinstance(e, Var | IndexValue):
             idx = self.index(e if isinstance(e, Var) else e.index, ctx, conds)
             if idx.literal:
