@@ -23,7 +23,7 @@ from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.module import load_module
 from tests.strategies import check, unfused_plan
-from tests.test_window import draw_offsets, stencil_doc, window_reduce_doc
+from tests.test_window import draw_offsets, stencil_doc, window_reduce_doc, window_reductions
 
 # Tiny images take the register window: rows of 2+ points, slices of one point of a column.
 CELLS = CodegenOptions(window_min_row=2, max_xblock=8, window_slice=1)
@@ -40,10 +40,21 @@ def _cells(src: str) -> tuple[int, int, int, int, int] | None:
     return rows, cols, int(c.group(1)), distinct, needed
 
 
-def _expected_loads(offsets: list[tuple[int, int]], rows: int, cols: int) -> tuple[int, int]:
-    """(loads every cell makes, distinct loads): cell (t, s) reads (t + dh, s + dw) for each
-    offset; two cells reading one position read one element under one mask."""
-    distinct = {(t + dh, s + dw) for t in range(rows) for s in range(cols) for dh, dw in offsets}
+def _expected_loads(
+    offsets: list[tuple[int, int]], rows: int, cols: int, col: int, shape: list[int]
+) -> tuple[int, int]:
+    """(loads every cell makes, distinct loads) of a stencil over an [n, h, w, c] image: a cell is
+    one image row further (rows) and one column further (cols) when the columns are the image's
+    columns (`col` = c); one image further and one image row further when they are whole image
+    rows (`col` = w * c). A load (dh, dw) of a cell reads the element (dh, dw) away from the
+    cell's; two cells reading one element read it under one mask."""
+    _, _, w, c = shape
+    if col == c:
+        cell = {(t, s): (0, t, s) for t in range(rows) for s in range(cols)}
+    else:
+        assert col == w * c, (col, shape)
+        cell = {(t, s): (t, s, 0) for t in range(rows) for s in range(cols)}
+    distinct = {(n, h + dh, x + dw) for n, h, x in cell.values() for dh, dw in offsets}
     return rows * cols * len(offsets), len(distinct)
 
 
@@ -73,8 +84,9 @@ def test_random_stencils_in_register_windows_match_the_reference(case: tuple[dic
         got = _cells(src)
         if got is None:
             continue
-        rows, cols, _, distinct, needed = got
-        assert (needed, distinct) == _expected_loads(offsets, rows, cols), src
+        rows, cols, col, distinct, needed = got
+        shape = doc["buffers"]["x"]["shape"]
+        assert (needed, distinct) == _expected_loads(offsets, rows, cols, col, shape), src
         assert 3 * (needed - distinct) >= needed  # kept only when cells share a third of their loads
         walk = emit_module(plan_graph, plan, options=dataclasses.replace(CELLS, window_cells=0))
         m = re.search(r"sliding window, \d+ rows a program, (\d+) of (\d+) row loads carried", walk)
@@ -100,6 +112,18 @@ def test_a_3x3_window_takes_a_register_window_and_shares_its_loads() -> None:
     assert ("x", -33) in offsets_seen and ("out", 0) in offsets_seen and ("out", 3) in offsets_seen
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(window_reductions())
+def test_random_window_reductions_in_register_windows_match_the_reference(
+    case: tuple[dict[str, Any], int, int],
+) -> None:
+    """Unrolled window reductions (sum, max, min over kh x kw), each cell combining its points
+    in r order, under whichever window the emitter takes."""
+    doc, _, _ = case
+    g = load_text(json.dumps(doc), "window.json")
+    check(g, unfused_plan(g), CELLS)
+
+
 def test_window_reductions_take_register_windows() -> None:
     """A 3x3 sum written as a reduction over two reduce loops (unrolled): each cell combines its
     nine points in r order (a valid order), the points' loads shared between cells."""
@@ -107,10 +131,9 @@ def test_window_reductions_take_register_windows() -> None:
         doc = window_reduce_doc(2, 5, 5, 2, "nhwc", 3, 3, -1, -1, "float32", op)
         g = load_text(json.dumps(doc), "w.json")
         src = check(g, unfused_plan(g), CELLS)
-        rows, cols, _, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
-        assert (needed, distinct) == _expected_loads(
-            [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)], rows, cols
-        )
+        rows, cols, col, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
+        window = [(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1)]
+        assert (needed, distinct) == _expected_loads(window, rows, cols, col, [2, 5, 5, 2])
         assert "reduction unrolled over r0=9, register window" in src
 
 
@@ -191,3 +214,15 @@ def test_register_window_with_int64_indices() -> None:
     assert "tl.program_id(1).to(tl.int64) * YBLOCK + tl.zeros([1], tl.int64)" in src
     assert "xstart = xoffset + tl.zeros([1], tl.int64)" in src
     compile(src, "kernels.py", "exec")
+
+
+def test_cells_over_whole_images() -> None:
+    """A row split at the image (rows: images, columns: image rows of w x c points): cells one
+    image and one image row apart; offsets along w stay within a column (hypothesis found this
+    orientation)."""
+    offsets = [(0, 0), (0, 1), (1, 0), (2, 0), (2, 1)]
+    g = load_text(json.dumps(stencil_doc(2, 5, 3, 2, "nhwc", offsets, "float32", "sum")), "s.json")
+    src = check(g, unfused_plan(g), CELLS)
+    rows, cols, col, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
+    assert (rows, cols, col) == (2, 5, 6)
+    assert (needed, distinct) == (50, 28) == _expected_loads(offsets, rows, cols, col, [2, 5, 3, 2])
