@@ -141,7 +141,8 @@ def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tup
     for cand in cell_tilings(graph, launch, options):
         needed, distinct = cells_plan(graph, cand)
         cells = cand.cells[0] * cand.cells[1]
-        if needed and 3 * (needed - distinct) >= needed and distinct < (per_point or needed / cells) * cells:
+        limit = needed / cells if per_point is None else per_point  # values a point otherwise
+        if needed and 3 * (needed - distinct) >= needed and distinct < limit * cells:
             return cand, {}
     return window or (choose_tiling(graph, launch, options), {})
 
