@@ -103,6 +103,15 @@ def test_a_3x3_window_takes_a_register_window_and_shares_its_loads() -> None:
     assert (rows, cols, col) == (5, 5, 3)  # every row of the image (period 5), 5 of its 10 columns
     assert (needed, distinct) == (5 * 5 * 9, 7 * 7)
     assert src.count("tl.load(") == 7 * 7
+    # a row of cells stores after all of its loads: 5 runs of 5 stores, no load after a store
+    # of the same row (interleaved, a store would block every later load of the row)
+    kernel = src.split("@triton.jit")[-1].split("def call")[0]
+    ops = "".join(
+        "L" if "tl.load(" in ln else "S"
+        for ln in kernel.splitlines()
+        if "tl.load(" in ln or "tl.store(" in ln
+    )
+    assert re.findall(r"S+", ops) == ["S" * 5] * 5 and ops.endswith("S"), ops
     # each cell's address: the program's base pointer plus a constant (folded by the compiler)
     addr = re.compile(r"tl\.(?:load|store)\((\w+)_ptr \+ (\(.*?\)|\w+)(?: ([+-]) (\d+))?, ")
     found = addr.findall(src)
@@ -153,6 +162,8 @@ def test_captured_avgpool_is_bit_identical_to_the_sliding_window() -> None:
     rows, cols, col, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
     assert (rows, cols, col, distinct, needed) == (5, 5, 64, 49, 225)
     assert "num_warps=1" in src and "XBLOCK=64" in src
+    # the column digit once a program, on the slice's start, not once a point
+    assert "xstart // 64" in src and "xindex // 64" not in src
     walk = emit_module(stage.graph, stage.plan, options=CodegenOptions(window_cells=0))
     assert "sliding window" in walk
     check(stage.graph, stage.plan)

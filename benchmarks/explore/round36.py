@@ -65,17 +65,23 @@ def split_addresses(src: str) -> str:
 EDITS = {"pointer + constant": split_addresses}
 
 
-def _avgpool(st, sz):
+def pool_stages(st):
+    """avgpool_cl captured and hand-written: (name, planned stage, inputs on the device)."""
     doc, _ = WORKLOADS["avgpool_cl"](**(SMALL if DRY else FULL)["avgpool_cl"])
     graphs = {
         "captured": captured("avgpool_cl", small=DRY)[0],
         "hand-written": load_text(json.dumps(doc), "p.json"),
     }
     dev = next(iter(st.values())).device
+    return [
+        (gname, optimize(g), {k: v.to(dev) for k, v in make_inputs(g, seed=0).items()})
+        for gname, g in graphs.items()
+    ]
+
+
+def _avgpool(st, sz):
     mods = {}
-    for gname, g in graphs.items():
-        stage = optimize(g)
-        inputs = {k: v.to(dev) for k, v in make_inputs(g, seed=0).items()}
+    for gname, stage, inputs in pool_stages(st):
         for form, options in FORMS.items():
             src = emit_module(stage.graph, stage.plan, options=options)
             compare_with_reference(stage.graph, stage.plan, source=src)

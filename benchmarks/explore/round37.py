@@ -8,19 +8,12 @@ Result (`-round37.json`, copy 4252 GB/s): as emitted 70.5-71.7% (captured) and 7
 (hand-written); vector masks 70.6 / 71.5% and 70.5-70.6%; stores last 70.4% twice and 72.1 /
 73.1%. Neither is adopted."""
 
-import json
-
 import torch
 
 from benchmarks.explore.harness import DRY
 from benchmarks.explore.round19 import _timed
-from benchmarks.explore.round36 import stores_last
-from benchmarks.programs import captured
-from benchmarks.workloads import FULL, SMALL, WORKLOADS
+from benchmarks.explore.round36 import pool_stages, stores_last
 from fuseopt.codegen import emit_module
-from fuseopt.interp import make_inputs
-from fuseopt.io.load import load_text
-from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.compare import compare_with_reference
 from fuseopt.runtime.module import load_module
 
@@ -43,16 +36,8 @@ EDITS = {"vector masks": vector_masks, "stores last": stores_last}
 
 
 def _avgpool(st, sz):
-    doc, _ = WORKLOADS["avgpool_cl"](**(SMALL if DRY else FULL)["avgpool_cl"])
-    graphs = {
-        "captured": captured("avgpool_cl", small=DRY)[0],
-        "hand-written": load_text(json.dumps(doc), "p.json"),
-    }
-    dev = next(iter(st.values())).device
     mods = {}
-    for gname, g in graphs.items():
-        stage = optimize(g)
-        inputs = {k: v.to(dev) for k, v in make_inputs(g, seed=0).items()}
+    for gname, stage, inputs in pool_stages(st):
         src = emit_module(stage.graph, stage.plan)
         mods[f"{gname}, as emitted"] = (load_module(src), inputs)
         for label, edit in EDITS.items():
