@@ -1,6 +1,6 @@
 """The sweeps behind fuseopt's launch choices: fuseopt's kernels next to hand-written variants.
 
-One module a round under benchmarks/explore/ (round1.py ... round37.py, the harness in harness.py);
+One module a round under benchmarks/explore/ (round1.py ... round39.py, the harness in harness.py);
 a round's variants replace round 1's for the workloads it covers.
 
     python benchmarks/explore_gpu.py [apbt,tsum,...]            # round 1 variant sets
@@ -104,13 +104,20 @@ a round's variants replace round 1's for the workloads it covers.
     ROUND=37 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
                               # the register window's bounds checks as vectors, or its stores
                               # at the kernel's end (DIAG, checked first)
+    ROUND=38 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
+                              # register-window shapes as generated, a row's last column
+                              # chunk overlapping the one before (DIAG, checked first);
+                              # ROUND38=rows: the second set of shapes
+    ROUND=39 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
+                              # the register window's columns and rows from the program's ids,
+                              # four shapes, next to round 34's hand-written windows (DIAG)
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-37 of 2026-11-29/30, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-39 of 2026-11-29/30, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 

@@ -28,7 +28,7 @@ from tests.test_window import draw_offsets, stencil_doc, window_reduce_doc, wind
 # Tiny images take the register window: rows of 2+ points, slices of one point of a column.
 CELLS = CodegenOptions(window_min_row=2, max_xblock=8, window_slice=1)
 HEADER = re.compile(r"register window, (\d+) x (\d+) cells, (\d+) loads for (\d+)")
-COLUMN = re.compile(r"xoffset = pid // \((\d+) // XBLOCK\)")
+COLUMN = re.compile(r"xoffset = xcol0 \* (\d+) \+ pid % \(\1 // XBLOCK\)")
 
 
 def _cells(src: str) -> tuple[int, int, int, int, int] | None:
@@ -162,8 +162,10 @@ def test_captured_avgpool_is_bit_identical_to_the_sliding_window() -> None:
     rows, cols, col, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
     assert (rows, cols, col, distinct, needed) == (5, 5, 64, 49, 225)
     assert "num_warps=1" in src and "XBLOCK=64" in src
-    # the column digit once a program, on the slice's start, not once a point
-    assert "xstart // 64" in src and "xindex // 64" not in src
+    # the column and the image row once a program, from the program's ids (the compiler folds
+    # the cells' bounds checks into a few predicates), not from the flat index once a point
+    assert "xcol = xcol0 + tl.zeros([1], tl.int32)" in src and "xindex // 64" not in src
+    assert re.search(r"y0 = ypid % \d+ \* 5\n", src) and "yindex" not in src
     walk = emit_module(stage.graph, stage.plan, options=CodegenOptions(window_cells=0))
     assert "sliding window" in walk
     check(stage.graph, stage.plan)
@@ -215,15 +217,15 @@ def test_column_stride_rules() -> None:
 
 
 def test_register_window_with_int64_indices() -> None:
-    """Past int32 indexing: the program ids, the slice's start and the band's rows widened
+    """Past int32 indexing: the program ids, the chunk's column and the band's rows widened
     (generation only)."""
     offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
     g = load_text(json.dumps(stencil_doc(4096, 35, 35, 512, "nhwc", offsets, "bfloat16", "sum")), "big.json")
     src = emit_module(g, unfused_plan(g))
     assert _cells(src) is not None
     assert "pid = tl.program_id(0).to(tl.int64)" in src
-    assert "tl.program_id(1).to(tl.int64) * YBLOCK + tl.zeros([1], tl.int64)" in src
-    assert "xstart = xoffset + tl.zeros([1], tl.int64)" in src
+    assert "ypid = tl.program_id(1).to(tl.int64) + tl.zeros([1], tl.int64)" in src
+    assert "xcol = xcol0 + tl.zeros([1], tl.int64)" in src
     compile(src, "kernels.py", "exec")
 
 
@@ -233,7 +235,36 @@ def test_cells_over_whole_images() -> None:
     orientation)."""
     offsets = [(0, 0), (0, 1), (1, 0), (2, 0), (2, 1)]
     g = load_text(json.dumps(stencil_doc(2, 5, 3, 2, "nhwc", offsets, "float32", "sum")), "s.json")
-    src = check(g, unfused_plan(g), CELLS)
+    src = check(g, unfused_plan(g), dataclasses.replace(CELLS, window_shape=(2, 5)))
     rows, cols, col, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
     assert (rows, cols, col) == (2, 5, 6)
     assert (needed, distinct) == (50, 28) == _expected_loads(offsets, rows, cols, col, [2, 5, 3, 2])
+    # Left to choose, the emitter takes the image's own rows and columns: 5 x 3 cells (the whole
+    # image) load 28 values for 15 points, against 28 for 10 above.
+    src = check(g, unfused_plan(g), CELLS)
+    rows, cols, col, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
+    assert (rows, cols, col) == (5, 3, 2)
+    assert (needed, distinct) == _expected_loads(offsets, rows, cols, col, [2, 5, 3, 2])
+
+
+def test_overlapping_bands_and_chunks_match_the_reference() -> None:
+    """Rows or columns that no allowed band or chunk divides (9 x 8 images): the last band of an
+    image (the last chunk of a row) ends at its edge and overlaps the one before, its points
+    computed and stored twice, the same values."""
+    offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
+    g = load_text(json.dumps(stencil_doc(2, 9, 8, 2, "nhwc", offsets, "float32", "sum")), "s.json")
+    for shape, note in (
+        ((5, 5), "overlapping bands and chunks"),
+        ((3, 3), "overlapping chunks"),
+        ((5, 4), "overlapping bands"),
+    ):
+        src = check(g, unfused_plan(g), dataclasses.replace(CELLS, window_shape=shape))
+        rows, cols, col, distinct, needed = _cells(src) or (0, 0, 0, 0, 0)
+        assert (rows, cols, col) == (*shape, 2) and note in src, src
+        assert (needed, distinct) == _expected_loads(offsets, rows, cols, col, [2, 9, 8, 2])
+        assert src.count("tl.minimum(") == len(note.split(" and "))  # band, chunk: a clamp each
+    # Left to choose, the emitter takes the shape that loads the fewest values a point of the
+    # output, points computed twice counted: 5 x 4 (42 loads for 20 points, 10 rows computed for
+    # 9: 2.33 a point) before 3 x 4 (30 for 12: 2.5) and 5 x 5 (49 for 25, x 10 / 9 x 10 / 8).
+    src = check(g, unfused_plan(g), CELLS)
+    assert (_cells(src) or (0,))[:3] == (5, 4, 2)

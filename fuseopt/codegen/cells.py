@@ -11,30 +11,39 @@ element under the same mask write the same load, which the emitter's CSE makes o
 3x3 pooling window over 5 x 5 cells loads 7 x 7 values for 25 outputs (9 loads a point unfused,
 3 for the sliding window), with the rows unrolled so the compiler can issue them all early.
 
-On an H200 (bfloat16 avgpool_cl, 192 channels; benchmarks/results/explore rounds 34-36): the
-generated kernel (5 x 5 cells of 64 channels, one warp) runs at 69.8-71.8% of copy against
-66.2-67.6% for the sliding window; round 34's hand-written one at 73.6-75.6% (5 x 5 or 7 x 3
-cells); walked rows instead of unrolled ones 66-70%, wider slices (128 or 256 channels with
-more warps) or several images a program 57-73%. A row of cells stores after its loads (a load
-cannot move above a store that may alias it: 48-50% interleaved), and an address is the cell's
-base pointer plus a constant (the compiler folds it into the access: 63-64% as `ptr + (base +
-k)`).
+On an H200 (bfloat16 avgpool_cl, 192 channels; benchmarks/results/explore rounds 34-39): 5 x 5
+cells of 64 channels, one warp, run at 71.4-74.8% of copy in round 39, level with round 34's
+hand-written kernel in the same run (71.3-74.0%; 3 rows x 7 columns 74.3-75.9%), against
+66.2-67.6% for the sliding window (rounds 35-36). A row of cells stores after its loads (a load
+cannot move above a store that may alias it: 48-50% interleaved); an address is the cell's base
+pointer plus a constant (63-64% as `ptr + (base + k)`); a cell's column and row come from the
+program's ids (`chunk * S`, `band * T`), so the compiler folds the cells' bounds checks into a
+few predicates (11 integer compares against 55-58 with the column as `xoffset // c`, 69.8-71.7%
+before, `explore/sass38.py`). Walked rows instead of unrolled ones ran 66-70%, wider slices
+(128 or 256 channels with more warps) or several images a program 57-73%.
+
+Shapes (`window_shapes`): T rows dividing the rows' period or as many as allowed, the period's
+last band then ending at its edge and overlapping the band before (those points computed and
+stored twice, the same values); S columns dividing a row's; the wrapper keeps the shape that
+loads the fewest values a point of the output, overlap counted (`Cells.waste`).
 
 Cells are exact shifts of the program's base when every digit of the flat index is one of: a
-digit of the row index (the rows' period divides every one, as for sliding windows: T divides
-the period); the column `x // c` (whole, or modulo a multiple of S); or a digit within a column
-(`(x // d) % m` with d * m dividing c). Anything else is still computed, per cell, from the
-cell's full index (`KernelEmitter.cell_digit`), so correctness never depends on the shape.
+digit of the row index (the rows' period divides every one, as for sliding windows); the column
+`x // c` (whole); or a digit within a column (`(x // d) % m` with d * m dividing c). Anything
+else is still computed, per cell, from the cell's full index (`KernelEmitter.cell_digit`), so
+correctness never depends on the shape.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.tiling import (
     GRID_Y_MAX,
+    Cells,
     CodegenOptions,
     LaunchConfig,
     Tiling,
@@ -46,13 +55,6 @@ from fuseopt.ir.graph import Graph
 # A program's slice of a column is `CodegenOptions.window_slice` points (64: one warp, two
 # bfloat16 or float32 elements a thread; round 34: 128 or 256 points with 2-4 warps were 5-10
 # points slower), with one warp up to 64 points, more above.
-MAX_ROWS = 5
-MAX_COLUMNS = 7
-
-
-def _largest_divisor(n: int, at_most: int) -> int:
-    """The largest divisor of n up to `at_most` (1 at least)."""
-    return max(d for d in range(1, max(1, min(n, at_most)) + 1) if n % d == 0)
 
 
 def column_stride(flat_digits: set[Digit], row: int) -> int | None:
@@ -76,10 +78,35 @@ def column_stride(flat_digits: set[Digit], row: int) -> int | None:
     return c
 
 
+def _largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of n up to `at_most` (1 at least)."""
+    return max(d for d in range(1, max(1, min(n, at_most)) + 1) if n % d == 0)
+
+
+def window_shapes(period: int, ncols: int, options: CodegenOptions) -> list[tuple[int, int]]:
+    """(rows, columns) of cells to try: rows dividing the period or as many as allowed (a period's
+    last band then overlaps the one before), and for each, the most columns that divide a row's
+    and fit; `CodegenOptions.window_shape` alone where set (its columns need not divide: a
+    row's last chunk then overlaps the one before). Overlapping chunks are not tried otherwise:
+    on avgpool_cl 7 x 3 and 5 x 4 ran at 65.5-67.1% of copy (round 38) and 4 x 6 at 59.6%
+    (round 39), against 70-75% for 5 x 5 and for overlapping bands (4 x 5, 3 x 7)."""
+    if options.window_shape is not None:
+        rows, cols = options.window_shape
+        return [(rows, cols)] if rows <= period and cols <= ncols else []
+    most = min(options.window_rows, options.window_cells)
+    out: list[tuple[int, int]] = []
+    for rows in dict.fromkeys((_largest_divisor(period, most), min(period, most))):
+        cols = _largest_divisor(ncols, min(options.window_cols, options.window_cells // rows))
+        if rows * cols >= 2:
+            out.append((rows, cols))
+    return out
+
+
 def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> list[Tiling]:
-    """Register-window tilings to try, best first (`codegen.wrapper` keeps the first whose dry run
-    shares enough loads between cells): one per sliding-window row split whose rows split into
-    columns of a multiple of `window_slice` points."""
+    """Register-window tilings to try (`codegen.wrapper` keeps, of those whose dry run shares
+    enough loads between cells, the one that loads the fewest values a point computed, overlap
+    counted): the shapes of `window_shapes` for every sliding-window row split whose rows split
+    into columns of a multiple of `window_slice` points."""
     if not options.window_cells or options.autotune:
         return []
     numel = launch.axes[0].numel
@@ -92,12 +119,14 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
         piece = options.window_slice
         if c is None or c % piece or piece & (piece - 1):
             continue
-        rows = _largest_divisor(walk.walk_period, min(MAX_ROWS, options.window_cells))
-        cols = _largest_divisor(x.numel // c, min(MAX_COLUMNS, options.window_cells // rows))
-        if rows * cols < 2 or y.numel % rows or y.numel // rows > GRID_Y_MAX:
-            continue
-        config = LaunchConfig((("YBLOCK", rows), ("XBLOCK", piece)), max(1, piece // 64))
-        out.append(
-            replace(walk, config=config, autotune=(), masked=(), walk=0, walk_period=0, cells=(rows, cols, c))
-        )
+        ncols = x.numel // c
+        period = math.gcd(walk.walk_period, y.numel)
+        for rows, cols in window_shapes(period, ncols, options):
+            shape = Cells(rows, cols, c, period, ncols)
+            if y.numel // period * shape.bands > GRID_Y_MAX:
+                continue
+            config = LaunchConfig((("YBLOCK", rows), ("XBLOCK", piece)), max(1, piece // 64))
+            out.append(
+                replace(walk, config=config, autotune=(), masked=(), walk=0, walk_period=0, cells=shape)
+            )
     return out

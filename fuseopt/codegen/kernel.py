@@ -204,7 +204,11 @@ class KernelEmitter:
         # a register window's loads: each cell's (loads of distinct elements along x), and all
         self.cell_loads: list[dict[str, None]] = []
         self.window_loads: dict[str, None] = {}
-        self.cells_start: Val | None = None
+        # A register window's program (cells_prologue): the chunk's first column, program_id(1)
+        # and, where a period's last band overlaps, the band's first row within its period.
+        self.cells_col: Val | None = None
+        self.cells_ypid: Val | None = None
+        self.cells_yrow: Val | None = None
         self.streams = False  # loads marked evict_first (set by body: see streaming)
         self.narrow: dict[str, Val] = {}  # float32 temporary -> the float16/bfloat16 value it widens
         self.zero_masked: dict[str, frozenset[str]] = {}  # load (widened or not) -> its mask terms
@@ -372,41 +376,57 @@ class KernelEmitter:
     def cells_prologue(self) -> None:
         """A register window's program: program_id(0) picks a chunk of `cols` columns and an
         XBLOCK-point slice of a column (xindex: the slice in the chunk's first column),
-        program_id(1) a band of YBLOCK rows (yoffset: its first row); cells shift both."""
-        _, cols, col = self.t.cells
+        program_id(1) a band of YBLOCK rows (yoffset: its first row); cells shift both. Where
+        `cols` does not divide a row's columns (or `rows` the period of the rows), a row's last
+        chunk (a period's last band) ends at its last column (row) and overlaps the one before:
+        those points are computed and stored twice, the same values (a kernel never reads what
+        it writes, FORMAT.md)."""
+        c = self.t.cells
+        assert c is not None
+        over_rows, over_cols = c.overlap
         cast = ".to(tl.int64)" if self.idt == DType.int64 else ""
+        one = f"tl.zeros([1], {TL_DTYPE[self.idt]})"
         pid = self.emit(f"tl.program_id(0){cast}", [], self.idt, name="pid")
+        first = f"pid // ({c.col} // XBLOCK) * {c.cols}"
+        if over_cols:
+            first = f"tl.minimum({first}, {c.ncols - c.cols})"
+        col0 = self.emit(first, [pid], self.idt, name="xcol0")
         xoff = self.emit(
-            f"pid // ({col} // XBLOCK) * {cols * col} + pid % ({col} // XBLOCK) * XBLOCK",
-            [pid],
-            self.idt,
-            name="xoffset",
+            f"xcol0 * {c.col} + pid % ({c.col} // XBLOCK) * XBLOCK", [pid, col0], self.idt, name="xoffset"
         )
         self.axis_val["x"] = self.emit(
             "xoffset + tl.arange(0, XBLOCK)", [xoff], self.idt, name="xindex", axes=("x",)
         )
-        # The slice's start: digits of whole columns are the same for every point of the slice
-        # (XBLOCK divides a column), so they run on this [1] tensor (a 0-d scalar would trip the
-        # interpreter, see RowWalk.prologue), once, not per point.
-        self.cells_start = self.emit(
-            f"xoffset + tl.zeros([1], {TL_DTYPE[self.idt]})", [xoff], self.idt, name="xstart"
-        )
-        self.axis_val["y"] = self.emit(
-            f"tl.program_id(1){cast} * YBLOCK + tl.zeros([1], {TL_DTYPE[self.idt]})",
-            [],
-            self.idt,
-            name="yoffset",
-        )
+        # Digits of whole columns and rows are the same for every point of a cell, so they run on
+        # [1] tensors (a 0-d scalar would trip the interpreter, see RowWalk.prologue), once, not
+        # per point, and from the program's ids rather than from its flat offsets: the compiler
+        # then sees a column as `chunk * cols` and a row as `band * rows`, and folds the bounds
+        # checks of a stencil's cells into a few predicates (round 34's hand-written kernel: 10
+        # integer compares against 58 with the column as `xoffset // c`; `sass38.py`).
+        self.cells_col = self.emit(f"xcol0 + {one}", [col0], self.idt, name="xcol")
+        self.cells_ypid = self.emit(f"tl.program_id(1){cast} + {one}", [], self.idt, name="ypid")
+        if over_rows:
+            self.cells_yrow = self.emit(
+                f"tl.minimum(ypid % {c.bands} * YBLOCK, {c.period - c.rows})",
+                [self.cells_ypid],
+                self.idt,
+                name="yrow",
+            )
+            first, deps = f"ypid // {c.bands} * {c.period} + yrow", [self.cells_ypid, self.cells_yrow]
+        else:
+            first, deps = "ypid * YBLOCK", [self.cells_ypid]
+        self.axis_val["y"] = self.emit(first, deps, self.idt, name="yoffset")
 
     def cells_body(self) -> None:
         """Every cell of a register window, row by row: the kernel's nodes at the cell's row and
         column (loads that cells share are emitted once, by the emitter's CSE)."""
-        rows, cols, col = self.t.cells
+        c = self.t.cells
+        assert c is not None
         x0, y0 = self.axis_val["x"], self.axis_val["y"]
-        for t in range(rows):
+        for t in range(c.rows):
             start = len(self.top)
-            for s in range(cols):
-                self.axis_val["y"], self.axis_val["x"] = y0.shifted(t), x0.shifted(s * col)
+            for s in range(c.cols):
+                self.axis_val["y"], self.axis_val["x"] = y0.shifted(t), x0.shifted(s * c.col)
                 self.results = {}  # a reduction's result is the cell's own
                 self.cell_loads.append({})
                 for p in self.launch.placements:
@@ -492,31 +512,43 @@ class KernelEmitter:
         return self.emit(_digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base))
 
     def cell_digit(self, d: Digit, base: Val) -> Val:
-        """A digit of a register window cell's axis value (`root + k`): the digit of the root plus
-        a constant where that is exact (see `codegen.cells`), else computed from `root + k`."""
+        """A digit of a register window cell's axis value (`root + k`): the digit at the program's
+        base (from its ids: `cells_prologue`) plus a constant where that is exact (see
+        `codegen.cells`), else computed from `root + k`."""
         root, k = base.rooted()
-        rows, cols, col = self.t.cells
-        shift: int | None = None
-        if d.base == self.axes["y"].index:  # root: the band's first row, a multiple of `rows`
-            if d.div == 1 and d.mod is not None and d.mod % rows == 0:
-                shift = k
-            elif d.div % rows == 0:
-                shift = 0
-        elif d.base == self.axes["x"].index:  # root: a column chunk's first column + a slice
-            if d.mod is not None and col % (d.div * d.mod) == 0:
-                shift = 0  # within a column
-            elif d.div % col == 0:  # of whole columns: on the slice's start
-                assert self.cells_start is not None
-                root = self.cells_start
-                if d.div % (cols * col) == 0:
-                    shift = 0
-                elif d.div == col and (d.mod is None or d.mod % cols == 0):
-                    shift = k // col
-        if shift is None:
+        c = self.t.cells
+        assert c is not None and self.cells_ypid is not None and self.cells_col is not None
+        over_rows, _ = c.overlap
+        found: tuple[str, list[Val], int] | None = None  # the base's digit, its deps, the shift
+        ypid = self.cells_ypid
+        if d.base == self.axes["y"].index:  # a band's first row: ypid * rows, or within a period
+            unit = c.period if over_rows else c.rows  # a band stays within a multiple of it
+            if d.div == 1 and d.mod is not None and d.mod % unit == 0:
+                if not over_rows:
+                    found = (f"ypid % {d.mod // c.rows} * {c.rows}", [ypid], k)
+                else:
+                    assert self.cells_yrow is not None
+                    found = (
+                        f"ypid // {c.bands} % {d.mod // c.period} * {c.period} + yrow",
+                        [ypid, self.cells_yrow],
+                        k,
+                    )
+            elif d.div % unit == 0:
+                q = d.div // c.rows if not over_rows else c.bands * (d.div // c.period)
+                found = (f"ypid // {q}" + ("" if d.mod is None else f" % {d.mod}"), [ypid], 0)
+        elif d.base == self.axes["x"].index:  # a chunk's first column, plus a slice of it
+            if d.mod is not None and c.col % (d.div * d.mod) == 0:  # within a column
+                found = (_digit_text(d, root.text), [root], 0)
+            elif d.div == c.col and (d.mod is None or d.mod >= c.ncols):  # the column
+                found = ("xcol", [self.cells_col], k // c.col)
+        if found is None:
             return self.emit(
                 _digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base)
             )
-        rd = self.emit(_digit_text(d, root.text), [root], self.idt, prefix=self._digit_prefix(d.base, root))
+        text, deps, shift = found
+        if text == "xcol":
+            return self.cells_col.shifted(shift)
+        rd = self.emit(text, deps, self.idt, prefix=self._digit_prefix(d.base, root))
         return rd.shifted(shift)
 
     def _digit_prefix(self, base_name: str, base: Val) -> str:
@@ -1246,7 +1278,10 @@ class KernelEmitter:
                 style = f"reduction unrolled over r0={t.unroll}, {style}"
         elif t.cells:
             needed, distinct = self.cells_counts()
-            style = f"register window, {t.cells[0]} x {t.cells[1]} cells, {distinct} loads for {needed}"
+            style = f"register window, {t.cells.rows} x {t.cells.cols} cells, {distinct} loads for {needed}"
+            over = [w for w, o in zip(("bands", "chunks"), t.cells.overlap, strict=True) if o]
+            if over:  # a period's last band, a row's last chunk, overlapping the one before
+                style += ", overlapping " + " and ".join(over)
             if t.unroll:
                 style = f"reduction unrolled over r0={t.unroll}, {style}"
         elif t.unroll:

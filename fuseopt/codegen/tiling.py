@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2, prod
 from fuseopt.codegen.indexing import Digit, digit_of
@@ -59,9 +60,13 @@ class CodegenOptions:
     # `window_band` rows (at most) per program; 0: never.
     window_min_row: int = 256
     window_band: int = 8
-    # Register windows (see codegen.cells): at most this many cells (rows x columns) a program;
-    # 0: never.
+    # Register windows (see codegen.cells): at most this many cells (rows x columns) a program,
+    # at most `window_cols` columns and `window_rows` rows of them; 0: never. `window_shape`
+    # (rows, columns) takes that shape alone (explore rounds).
     window_cells: int = 25
+    window_cols: int = 7
+    window_rows: int = 5
+    window_shape: tuple[int, int] | None = None
     # Points of a column a register window's program covers (a power of two; the column must be
     # a multiple): 64, one warp, the slice measured (explore round 34).
     window_slice: int = 64
@@ -83,6 +88,41 @@ class LaunchConfig:
 
 
 @dataclass(frozen=True)
+class Cells:
+    """A register window's shape (codegen.cells): a program covers `rows` consecutive rows x
+    `cols` consecutive columns of `col` points each (XBLOCK of them, a slice of a column). Bands
+    of rows stay within a multiple of `period` rows and chunks of columns within a row of `ncols`
+    columns: where `rows` or `cols` does not divide them, the last band or chunk ends at the
+    boundary and overlaps the one before."""
+
+    rows: int
+    cols: int
+    col: int
+    period: int
+    ncols: int
+
+    @property
+    def bands(self) -> int:
+        """Bands of rows in a period."""
+        return cdiv(self.period, self.rows)
+
+    @property
+    def chunks(self) -> int:
+        """Chunks of columns in a row."""
+        return cdiv(self.ncols, self.cols)
+
+    @property
+    def waste(self) -> Fraction:
+        """Points computed over points of the output (above 1 where bands or chunks overlap)."""
+        return Fraction(self.bands * self.rows, self.period) * Fraction(self.chunks * self.cols, self.ncols)
+
+    @property
+    def overlap(self) -> tuple[bool, bool]:
+        """Whether the last band of a period, and the last chunk of a row, overlap the one before."""
+        return self.period % self.rows != 0, self.ncols % self.cols != 0
+
+
+@dataclass(frozen=True)
 class Tiling:
     launch: ComputeLaunch  # with its final axes and placements
     persistent: bool
@@ -96,9 +136,9 @@ class Tiling:
     row_split: bool = False  # a 2D tile of rows (y) x a row's inner points (x): index arithmetic per row
     walk: int = 0  # a sliding window: rows per program, walked in order (YBLOCK); 0: no walk
     walk_period: int = 0  # bands of rows never cross a multiple of this many rows
-    # A register window (codegen.cells): (rows, columns, column stride) of the cells a program
-    # unrolls, XBLOCK points of a column each; () otherwise.
-    cells: tuple[int, ...] = ()
+    # A register window (codegen.cells): the cells a program unrolls, XBLOCK points of a column
+    # each; None otherwise.
+    cells: Cells | None = None
     # The launch where thread-block clusters are not available, when `config` uses them
     # (the wrapper picks one at run time); None when `config` runs everywhere.
     fallback: LaunchConfig | None = None
@@ -133,7 +173,8 @@ class Tiling:
         axes = [a for a in self.launch.axes if a.name != "r0_"]
         if self.cells:  # program_id(0): the row's column chunks x their XBLOCK-point slices
             y, x = axes
-            return ({x.block: x.numel // self.cells[1]}, {y.block: y.numel})
+            c = self.cells
+            return ({x.block: c.chunks * c.col}, {y.block: y.numel // c.period * c.bands * c.rows})
         if self.part == "partial":
             return ({a.block: a.numel for a in axes}, {"": self.split})
         if self.grid_2d:

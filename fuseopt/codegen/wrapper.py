@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+from fractions import Fraction
 
 from fuseopt.codegen.cells import cell_tilings
 from fuseopt.codegen.common import TORCH_DTYPE
@@ -129,21 +130,28 @@ def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tup
     """The first sliding window where at least a third of the values a row needs (loads, points
     of an unrolled reduction) come from the row before (and at least one), unless a register
     window (`codegen.cells`) whose cells share at least a third of their loads loads fewer values
-    a point than it (or than the kernel's own loads when no sliding window qualifies); else
-    `choose_tiling`'s tile."""
+    a point of the output than it (or than the kernel's own loads when no sliding window
+    qualifies): then the register window that loads the fewest, points computed twice by
+    overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile."""
     window: tuple[Tiling, dict[Key, Key]] | None = None
-    per_point: float | None = None
+    per_point: int | None = None
     for cand in window_tilings(graph, launch, options):
         carry, loads, carried = window_plan(graph, cand)
         if carried and 3 * carried >= loads:
             window, per_point = (cand, carry), loads - carried
             break
+    best: tuple[Fraction, Tiling] | None = None
     for cand in cell_tilings(graph, launch, options):
         needed, distinct = cells_plan(graph, cand)
-        cells = cand.cells[0] * cand.cells[1]
-        limit = needed / cells if per_point is None else per_point  # values a point otherwise
-        if needed and 3 * (needed - distinct) >= needed and distinct < limit * cells:
-            return cand, {}
+        assert cand.cells is not None
+        cells = cand.cells.rows * cand.cells.cols
+        limit = Fraction(needed, cells) if per_point is None else per_point  # values a point otherwise
+        cost = Fraction(distinct, cells) * cand.cells.waste  # values loaded a point of the output
+        keep = options.window_shape is not None or 3 * (needed - distinct) >= needed and cost < limit
+        if needed and keep and (best is None or cost < best[0]):
+            best = (cost, cand)
+    if best is not None:
+        return best[1], {}
     return window or (choose_tiling(graph, launch, options), {})
 
 
