@@ -129,3 +129,21 @@ def test_register_windows_on_gpu(shape: tuple[int, int, int, int], dtype: str) -
     g = load_text(json.dumps(stencil_doc(*shape, "nhwc", offsets, dtype, "sum")), "stencil.json")
     assert "register window" in emit_module(g, _unfused(g))
     compare_with_reference(g, _unfused(g))
+
+
+@pytest.mark.parametrize("window", [(4, 5), (4, 6), (3, 7)])
+def test_overlapping_register_windows_on_gpu(window: tuple[int, int]) -> None:
+    """Shapes whose last band of an image (and last chunk of a row) overlap the one before,
+    pinned on the 35 x 35 pooling window: points computed and stored twice by two programs."""
+    import json
+
+    from fuseopt.codegen import emit_module
+    from fuseopt.codegen.tiling import CodegenOptions
+    from fuseopt.io.load import load_text
+    from tests.test_window import stencil_doc
+
+    offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
+    g = load_text(json.dumps(stencil_doc(2, 35, 35, 192, "nhwc", offsets, "bfloat16", "sum")), "s.json")
+    src = emit_module(g, _unfused(g), options=CodegenOptions(window_shape=window))
+    assert f"register window, {window[0]} x {window[1]} cells" in src and "overlapping" in src
+    compare_with_reference(g, _unfused(g), source=src)
