@@ -379,8 +379,8 @@ class KernelEmitter:
         program_id(1) a band of YBLOCK rows (yoffset: its first row); cells shift both. Where
         `cols` does not divide a row's columns (or `rows` the period of the rows), a row's last
         chunk (a period's last band) ends at its last column (row) and overlaps the one before:
-        those points are computed and stored twice, the same values (a kernel never reads what
-        it writes, FORMAT.md)."""
+        those points are computed and stored twice, the same values (a point's value depends only
+        on the kernel's inputs: buffers of earlier kernels, never written by this one)."""
         c = self.t.cells
         assert c is not None
         over_rows, over_cols = c.overlap
@@ -540,14 +540,12 @@ class KernelEmitter:
             if d.mod is not None and c.col % (d.div * d.mod) == 0:  # within a column
                 found = (_digit_text(d, root.text), [root], 0)
             elif d.div == c.col and (d.mod is None or d.mod >= c.ncols):  # the column
-                found = ("xcol", [self.cells_col], k // c.col)
+                return self.cells_col.shifted(k // c.col)
         if found is None:
             return self.emit(
                 _digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base)
             )
         text, deps, shift = found
-        if text == "xcol":
-            return self.cells_col.shifted(shift)
         rd = self.emit(text, deps, self.idt, prefix=self._digit_prefix(d.base, root))
         return rd.shifted(shift)
 
