@@ -44,13 +44,20 @@ def _avgpool(st, sz):
             new = edit(src)
             compare_with_reference(stage.graph, stage.plan, source=new)
             mods[f"{gname}, {label}"] = (load_module(new), inputs)
+    return alternating(mods, 2), lambda: {}
+
+
+def alternating(mods, reps, others=None):
+    """DIAG rows timing each module (and each of `others`' calls) `reps` times, alternating."""
     vs = {}
-    for rep in (1, 2):
+    for rep in range(1, reps + 1):
         for label, (mod, inputs) in mods.items():
             vs[f"DIAG {label} ({rep})"] = _timed(mod, inputs, f"{label} {rep}")
+        for label, call in (others or {}).items():
+            vs[f"DIAG {label} ({rep})"] = call
     if not DRY:
         torch.cuda.empty_cache()
-    return vs, lambda: {}
+    return vs
 
 
 VARIANTS = {"avgpool_cl": _avgpool}

@@ -18,11 +18,9 @@ only overlap, so fuseopt overlaps bands only (unless a shape is pinned)."""
 
 import os
 
-import torch
-
 from benchmarks.explore.harness import DRY
-from benchmarks.explore.round19 import _timed
 from benchmarks.explore.round36 import pool_stages
+from benchmarks.explore.round37 import alternating
 from fuseopt.codegen import emit_module
 from fuseopt.codegen.tiling import CodegenOptions
 from fuseopt.runtime.compare import compare_with_reference
@@ -55,13 +53,7 @@ def _avgpool(st, sz):
             assert "register window" in src, label
             compare_with_reference(stage.graph, stage.plan, source=src)
             mods[label] = (load_module(src), inputs)
-    vs = {}
-    for rep in (1, 2, 3):
-        for label, (mod, inputs) in mods.items():
-            vs[f"DIAG {label} ({rep})"] = _timed(mod, inputs, f"{label} {rep}")
-    if not DRY:
-        torch.cuda.empty_cache()
-    return vs, lambda: {}
+    return alternating(mods, 3), lambda: {}
 
 
 VARIANTS = {"avgpool_cl": _avgpool}

@@ -16,9 +16,9 @@ kernel's 960 and 10."""
 import torch
 
 from benchmarks.explore.harness import DRY
-from benchmarks.explore.round19 import _timed
 from benchmarks.explore.round34 import _exact, _kernel, _poisoned_first
 from benchmarks.explore.round36 import pool_stages
+from benchmarks.explore.round37 import alternating
 from fuseopt.codegen import emit_module
 from fuseopt.codegen.tiling import CodegenOptions
 from fuseopt.runtime.compare import compare_with_reference
@@ -57,15 +57,7 @@ def _avgpool(st, sz):
         launch()
         assert torch.equal(out.view(torch.int16), want.view(torch.int16)), (rows, cols)
         hand[f"hand {rows} x {cols}"] = _poisoned_first(out, launch, f"hand {rows} x {cols}")
-    vs = {}
-    for rep in (1, 2, 3):
-        for label, (mod, inputs) in calls.items():
-            vs[f"DIAG {label} ({rep})"] = _timed(mod, inputs, f"{label} {rep}")
-        for label, call in hand.items():
-            vs[f"DIAG {label} ({rep})"] = call
-    if not DRY:
-        torch.cuda.empty_cache()
-    return vs, lambda: {}
+    return alternating(calls, 3, hand), lambda: {}
 
 
 VARIANTS = {"avgpool_cl": _avgpool}
