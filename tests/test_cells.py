@@ -185,7 +185,7 @@ def test_register_window_needs_a_column_of_whole_slices() -> None:
     assert _cells(src64) is not None
 
 
-def test_register_window_off_by_option_and_deterministic() -> None:
+def test_register_window_off_by_option_and_deterministic_and_autotuned() -> None:
     offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
     g = load_text(json.dumps(stencil_doc(1, 5, 5, 64, "nhwc", offsets, "float32", "sum")), "s.json")
     src = emit_module(g, unfused_plan(g))
@@ -193,7 +193,10 @@ def test_register_window_off_by_option_and_deterministic() -> None:
     assert src == emit_module(g, unfused_plan(g))
     off = emit_module(g, unfused_plan(g), options=CodegenOptions(window_cells=0))
     assert "register window" not in off and "sliding window" in off
-    assert "register window" not in emit_module(g, unfused_plan(g), autotune=True)
+    # under --autotune too (its cells are unrolled for one shape: a fixed launch, no candidates)
+    tuned = emit_module(g, unfused_plan(g), autotune=True)
+    assert _cells(tuned) == _cells(src) and "@triton.autotune" not in tuned
+    check(g, unfused_plan(g), CodegenOptions(autotune=True))
 
 
 def test_vertical_stencils_keep_the_sliding_window() -> None:

@@ -107,7 +107,7 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
     enough loads between cells, the one that loads the fewest values a point computed, overlap
     counted): the shapes of `window_shapes` for every sliding-window row split whose rows split
     into columns of a multiple of `window_slice` points."""
-    if not options.window_cells or options.autotune:
+    if not options.window_cells:
         return []
     numel = launch.axes[0].numel
     rnumel = launch.axes[1].numel if launch.kind != "pointwise" else 1
