@@ -266,8 +266,8 @@ def test_overlapping_bands_and_chunks_match_the_reference() -> None:
         assert (rows, cols, col) == (*shape, 2) and note in src, src
         assert (needed, distinct) == _expected_loads(offsets, rows, cols, col, [2, 9, 8, 2])
         assert src.count("tl.minimum(") == len(note.split(" and "))  # band, chunk: a clamp each
-    # Left to choose, the emitter takes the shape that loads the fewest values a point of the
-    # output, points computed twice counted: 5 x 4 (42 loads for 20 points, 10 rows computed for
-    # 9: 2.33 a point) before 3 x 4 (30 for 12: 2.5) and 5 x 5 (49 for 25, x 10 / 9 x 10 / 8).
+    # Left to choose (bands may overlap, chunks must divide the row), the emitter takes the shape
+    # that loads the fewest values a point of the output, points computed twice counted: 5 x 4
+    # (42 loads for 20 points, 10 rows computed for 9: 2.33 a point) before 3 x 4 (30 for 12: 2.5).
     src = check(g, unfused_plan(g), CELLS)
     assert (_cells(src) or (0,))[:3] == (5, 4, 2)
