@@ -111,13 +111,25 @@ a round's variants replace round 1's for the workloads it covers.
     ROUND=39 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl
                               # the register window's columns and rows from the program's ids,
                               # four shapes, next to round 34's hand-written windows (DIAG)
+    ROUND=40 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl,softmax_bias_t,layernorm_t,apbt
+                              # every load evict_first and every store evict_first or .cs
+                              # together; loads .cg (DIAG, checked first)
+    ROUND=41 COMPILE=0 python benchmarks/explore_gpu.py tsum
+                              # the best plain read of tsum's 256 MiB: 18 read kernels and
+                              # torch.sum, each timed three ways (DIAG, checked first)
+    ROUND=42 COMPILE=0 python benchmarks/explore_gpu.py avgpool_cl,softmax_bias_t
+                              # the best copy of each workload's own bytes, and fuseopt's call,
+                              # timed three ways (DIAG, checked first)
+    ROUND=43 COMPILE=0 python benchmarks/explore_gpu.py softmax_bias_t
+                              # a looped online softmax re-reading its tile from the L2
+                              # (DIAG, checked against eager)
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-39 of 2026-11-29/30, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-43 of 2026-11-29/30, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 
