@@ -123,13 +123,16 @@ a round's variants replace round 1's for the workloads it covers.
     ROUND=43 COMPILE=0 python benchmarks/explore_gpu.py softmax_bias_t
                               # a looped online softmax re-reading its tile from the L2
                               # (DIAG, checked against eager)
+    ROUND=44 COMPILE=0 python benchmarks/explore_gpu.py
+                              # every workload and the 1 GiB copy timed three ways: do_bench,
+                              # events after a clear by writing, after a clear by reading (DIAG)
     DRY=1 python benchmarks/explore_gpu.py                      # CPU, tiny sizes, correctness only
 
 Each variant is checked against torch eager on fresh inputs, then timed with do_bench (median),
 as a share of the copy bandwidth measured in the same run; `fuseopt call` is also timed replayed
 from a CUDA graph (launch overhead). With COMPILE=1 (default) torch.compile runs twice (its own
 run-to-run spread) and Inductor's source is kept. Writes $OUT/explore.json; the H200 results are in
-benchmarks/results/explore/ (rounds 1-43 of 2026-11-29/30, hand-written workload graphs; round 1 ran
+benchmarks/results/explore/ (rounds 1-44 of 2026-11-29/30, hand-written workload graphs; round 1 ran
 before the 2D grid and split reductions existed in fuseopt, round 4 before sliding windows).
 """
 
