@@ -19,17 +19,20 @@ HINTS = {
 }
 
 
+def stores_hinted(text):
+    """A source edit: `text` (a keyword argument) appended to every `tl.store` of the module."""
+
+    def edit(src):
+        new, n = STORE.subn(lambda m: f"tl.store({m.group(1)}{text})", src)
+        assert n >= 1
+        return new
+
+    return edit
+
+
 def _workload(name):
     def build(st, sz):
-        def hint(text):
-            def edit(src):
-                new, n = STORE.subn(lambda m: f"tl.store({m.group(1)}{text})", src)
-                assert n >= 1
-                return new
-
-            return edit
-
-        vs, _ = edited(name, st, {label: hint(text) for label, text in HINTS.items()})
+        vs, _ = edited(name, st, {label: stores_hinted(text) for label, text in HINTS.items()})
         if not DRY:
             torch.cuda.empty_cache()
         return vs, lambda: {}

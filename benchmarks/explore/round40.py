@@ -22,16 +22,7 @@ import torch
 
 from benchmarks.explore.harness import DRY
 from benchmarks.explore.round29 import LOAD, edited, hinted
-from benchmarks.explore.round31 import STORE
-
-
-def _stores(text):
-    def edit(src):
-        new, n = STORE.subn(lambda m: f"tl.store({m.group(1)}{text})", src)
-        assert n >= 1
-        return new
-
-    return edit
+from benchmarks.explore.round31 import stores_hinted
 
 
 def _cg(src):
@@ -41,8 +32,8 @@ def _cg(src):
 
 
 EDITS = {
-    "loads+stores evict_first": lambda s: _stores(', eviction_policy="evict_first"')(hinted(s)),
-    "loads evict_first, stores .cs": lambda s: _stores(', cache_modifier=".cs"')(hinted(s)),
+    "loads+stores evict_first": lambda s: stores_hinted(', eviction_policy="evict_first"')(hinted(s)),
+    "loads evict_first, stores .cs": lambda s: stores_hinted(', cache_modifier=".cs"')(hinted(s)),
     "loads .cg": _cg,
 }
 

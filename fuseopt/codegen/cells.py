@@ -30,7 +30,7 @@ loads the fewest values a point of the output, overlap counted (`Cells.waste`).
 Cells are exact shifts of the program's base when every digit of the flat index is one of: a
 digit of the row index (the rows' period divides every one, as for sliding windows); the column
 `x // c` (whole); or a digit within a column (`(x // d) % m` with d * m dividing c). Anything
-else is still computed, per cell, from the cell's full index (`KernelEmitter.cell_digit`), so
+else is still computed, per cell, from the cell's full index (`KernelEmitter.digit_val`), so
 correctness never depends on the shape.
 """
 

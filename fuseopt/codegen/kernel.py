@@ -499,6 +499,11 @@ class KernelEmitter:
         d = ctx.digits[name]
         if d is None:
             return Val("0", self.idt, const=0)
+        return self.digit_val(d)
+
+    def digit_val(self, d: Digit) -> Val:
+        """The digit `d` of its base axis' value: a constant where the base is one, the base
+        itself for the whole index, a register window's form where it has one, else computed."""
         base = self.base_val(d.base)
         if base.literal:
             assert base.const is not None
@@ -507,14 +512,14 @@ class KernelEmitter:
             return Val(str(q), self.idt, const=q)
         if d.div == 1 and d.mod is None:
             return base
-        if self.t.cells:
-            return self.cell_digit(d, base)
+        if self.t.cells and (cell := self.cell_digit(d, base)) is not None:
+            return cell
         return self.emit(_digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base))
 
-    def cell_digit(self, d: Digit, base: Val) -> Val:
+    def cell_digit(self, d: Digit, base: Val) -> Val | None:
         """A digit of a register window cell's axis value (`root + k`): the digit at the program's
         base (from its ids: `cells_prologue`) plus a constant where that is exact (see
-        `codegen.cells`), else computed from `root + k`."""
+        `codegen.cells`); None where it is not (`digit_val` then computes it from `root + k`)."""
         root, k = base.rooted()
         c = self.t.cells
         assert c is not None and self.cells_ypid is not None and self.cells_col is not None
@@ -542,9 +547,7 @@ class KernelEmitter:
             elif d.div == c.col and (d.mod is None or d.mod >= c.ncols):  # the column
                 return self.cells_col.shifted(k // c.col)
         if found is None:
-            return self.emit(
-                _digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base)
-            )
+            return None
         text, deps, shift = found
         rd = self.emit(text, deps, self.idt, prefix=self._digit_prefix(d.base, root))
         return rd.shifted(shift)
@@ -643,17 +646,7 @@ class KernelEmitter:
         d = normal_digit(parts[0][0], self.extents)
         if d.base.startswith("flat_"):
             return None
-        base = self.base_val(d.base)
-        if base.literal:
-            assert base.const is not None
-            q = int(base.const) // d.div
-            q = q if d.mod is None else q % d.mod
-            return Val(str(q), self.idt, const=q)
-        if d.div == 1 and d.mod is None:
-            return base
-        if self.t.cells:
-            return self.cell_digit(d, base)
-        return self.emit(_digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base))
+        return self.digit_val(d)
 
     # -- loads ----------------------------------------------------------------------------------------
     def ptr(self, buffer: str) -> str:
