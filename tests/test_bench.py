@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -259,3 +260,79 @@ def test_bench_table_percentages() -> None:
     from fuseopt.cli.bench_cmd import _pct
 
     assert [_pct(p) for p in (None, 0.04, 7.25, 80.8, 102.1)] == ["", "0.0%", "7.2%", "81%", "102%"]
+
+
+# -- a graph file never makes fuseopt import code (issue #21) ---------------------------------------
+_TWICE = {
+    "format": "fuseopt-graph/1",
+    "name": "twice",
+    "buffers": {
+        "x": {"shape": [4, 8], "dtype": "float32", "role": "input"},
+        "out": {"shape": [4, 8], "dtype": "float32", "role": "output"},
+    },
+    "nodes": [{"name": "n0", "loops": [["i0", 32]], "store": "out[i0]", "value": "2 * x[i0]"}],
+}
+_PROGRAM = """\
+import pathlib
+
+pathlib.Path({marker!r}).write_text("imported")
+
+
+def twice(x):
+    return 2 * x
+"""
+
+
+def _graph_naming_a_program(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(graph, program, marker): the graph's meta.source names the program, which writes the
+    marker when it is imported."""
+    marker = tmp_path / "IMPORTED"
+    program = tmp_path / "prog.py"
+    program.write_text(_PROGRAM.format(marker=str(marker)), encoding="utf-8")
+    doc = dict(_TWICE, meta={"source": {"file": "prog.py", "function": "twice"}})
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps(doc), encoding="utf-8")
+    return graph, program, marker
+
+
+@interpreter_only
+def test_bench_never_imports_what_meta_source_names(tmp_path: Path) -> None:
+    graph, _, marker = _graph_naming_a_program(tmp_path)
+    res = CliRunner().invoke(cli, ["bench", str(graph), "--interpret", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert not marker.exists(), "bench imported the file meta.source names"
+    (r,) = json.loads(res.stdout)["results"]
+    assert r["ok"] and r["baseline"] == "rendered" and "source" not in r
+    assert "meta.source names prog.py:twice; not imported" in res.stderr
+    res = CliRunner().invoke(cli, ["bench", str(graph), "--interpret"])
+    assert "twice (eager and torch.compile run a torch rendering of the graph)" in res.stdout
+    assert not marker.exists()
+
+
+@interpreter_only
+def test_bench_source_option_imports_the_program_and_says_so(tmp_path: Path) -> None:
+    graph, program, marker = _graph_naming_a_program(tmp_path)
+    target = f"{program}:twice"
+    res = CliRunner().invoke(
+        cli, ["bench", str(graph), "--interpret", "--source", target, "--format", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert marker.exists()
+    assert f"importing {program.resolve()}:twice (runs that file's code)" in res.stderr
+    (r,) = json.loads(res.stdout)["results"]
+    assert r["ok"] and r["baseline"] == "source" and r["source"] == f"{program.resolve()}:twice"
+    assert [v["name"] for v in r["variants"]] == ["fuseopt", "unfused", "eager"]
+
+
+def test_bench_source_is_checked_before_anything_runs(tmp_path: Path) -> None:
+    """A bad --source is a usage error (exit 2, no traceback) and imports nothing."""
+    graph, program, marker = _graph_naming_a_program(tmp_path)
+    cases = [
+        ([str(graph), str(graph), "--source", f"{program}:twice"], "give exactly one GRAPH"),
+        ([str(graph), "--source", f"{tmp_path / 'missing.py'}:twice"], "no such file"),
+        ([str(graph), "--source", str(program)], "expected FILE.py:FUNCTION"),
+    ]
+    for args, why in cases:
+        res = CliRunner().invoke(cli, ["bench", *args, "--interpret"])
+        assert res.exit_code == 2 and why in res.output, (args, res.output)
+        assert "Traceback" not in res.output and not marker.exists()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 from click.testing import CliRunner
 
+from fuseopt.aot.determinism import fuseopt_command
 from fuseopt.cli.main import _register, cli
 from tests.planning import ROOT
 
@@ -32,7 +32,7 @@ def test_optimize_json_is_the_plan_and_byte_identical_across_processes(tmp_path:
     for seed in ("0", "1", "123"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
         proc = subprocess.run(
-            [sys.executable, "-m", "fuseopt", "optimize", APBT, "--format", "json"],
+            fuseopt_command("optimize", APBT, "--format", "json"),
             capture_output=True,
             text=True,
             env=env,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -15,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from fuseopt.cli.main import _register, cli
-from fuseopt.io.load import load_graph, load_text
+from fuseopt.io.load import load_graph, load_text, parse_text
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
 from fuseopt.report.html import graph_svg, kernel_source, plan_page
@@ -199,3 +201,55 @@ def test_chromium_renders_the_ci_page(tmp_path: Path, monkeypatch: pytest.Monkey
     shot = tmp_path / "ci.png"
     run = _chromium(tmp_path, (tmp_path / "ci.html").as_uri(), f"--screenshot={shot}")
     assert run.returncode == 0 and _png_size(shot) == (1400, 1000)
+
+
+# -- input text is text (issue #21) -----------------------------------------------------------------
+HOSTILE = "</script><script>alert(1)</script>\"'><img src=x onerror=alert(2)>&amp;[/bold]\u2028<!--"
+
+
+def _no_markup_from(page: str, text: str) -> None:
+    """`text` is on the page only escaped: the page keeps its one script and style block, and no
+    element or attribute comes from the input."""
+    assert text not in page
+    assert page.count("<script>") == page.count("</script>") == 1 and page.count("<style>") == 1
+    assert "<img" not in page and "<!--" not in page and "\u2028" not in page
+
+
+def test_hostile_text_is_escaped_on_the_plan_page() -> None:
+    from fuseopt.report.escaping import html_text
+
+    doc = parse_text((SAMPLES / "apbt.yaml").read_text(), "apbt.yaml")
+    doc["description"] = HOSTILE
+    g = load_text(json.dumps(doc), "apbt.json")
+    page = plan_page(f"graphs/{HOSTILE}.yaml", g, optimize(g, Options()))
+    _no_markup_from(page, HOSTILE)
+    assert html_text(HOSTILE) in page and "&lt;/script&gt;&lt;script&gt;alert(1)" in page
+    assert "\\u2028" in page  # shown as its escape
+    assert "CSS.escape(k)" in page  # kernel names reach selectors only escaped
+
+
+def test_hostile_paths_and_messages_are_escaped_on_the_ci_page(tmp_path: Path) -> None:
+    """A graph file under a folder named with markup, one whose error quotes the input, and a
+    file name that is not UTF-8 (a surrogate in Python): the page is written, all of it escaped."""
+    folder = tmp_path / "corpus" / HOSTILE.replace("/", "_")
+    folder.mkdir(parents=True)
+    shutil.copy(SAMPLES / "apbt.yaml", folder / "apbt.yaml")
+    bad = (
+        (SAMPLES / "apbt.yaml").read_text().replace("2 * x[2048*i0 + i1]", "2 * x[2048*i0 + i1] <img src=x>")
+    )
+    (folder / "bad.yaml").write_text(bad)
+    with contextlib.suppress(OSError, UnicodeEncodeError):  # where the file system takes the name
+        (folder / os.fsdecode(b"odd\xff.yaml")).write_text((SAMPLES / "apbt.yaml").read_text())
+    out = tmp_path / "ci.html"
+    res = CliRunner().invoke(
+        cli,
+        ["ci", str(tmp_path / "corpus"), "--jobs", "1", "--permutations", "1", "--html", str(out)]
+        + ["--junit", str(tmp_path / "j.xml"), "--sarif", str(tmp_path / "s.sarif"), "--github"],
+    )
+    assert res.exit_code == 1, res.output  # bad.yaml is invalid
+    assert "Traceback" not in res.output and isinstance(res.exception, SystemExit)
+    assert "::error file=" in res.output and (tmp_path / "j.xml").exists() and (tmp_path / "s.sarif").exists()
+    page = out.read_text(encoding="utf-8")
+    _no_markup_from(page, HOSTILE.replace("/", "_"))
+    assert "&lt;img src=x&gt;" in page  # the error's excerpt of the input, escaped
+    assert page.count('<section class="graph"') >= 2

@@ -8,14 +8,14 @@ an `InputError` with a JSON pointer and, where known, line:col.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fuseopt.errors import Diagnostic, InputError
+from fuseopt.io.files import read_regular_file
 from fuseopt.io.load import MAX_FILE_BYTES, parse_text
-from fuseopt.io.locate import locate_pointer
+from fuseopt.io.locate import Positions
 from fuseopt.plan import Decision, Kernel, Plan
 
 NonNegInt = Annotated[int, Field(ge=0, strict=True)]
@@ -111,6 +111,7 @@ def plan_from_text(text: str, file: str = "<plan>") -> Plan:
     data = parse_text(text, file)
     if not isinstance(data, dict):
         raise InputError([Diagnostic("a plan file must hold a JSON object", "", file, code="type")])
+    positions = Positions(text)  # one parse of the text for every diagnostic's line:column
     try:
         model = PlanModel.model_validate(data)
     except ValidationError as exc:
@@ -118,29 +119,25 @@ def plan_from_text(text: str, file: str = "<plan>") -> Plan:
         for err in exc.errors(include_url=False):
             msg = "field required by the plan format" if err["type"] == "missing" else err["msg"]
             diags.append(Diagnostic(msg, _pointer(tuple(err["loc"])), file, code=str(err["type"])))
-        raise InputError([_located(d, text) for d in diags]) from None
+        raise InputError([_located(d, positions) for d in diags]) from None
     problems = _semantic(model, file)
     if problems:
-        raise InputError([_located(d, text) for d in problems])
+        raise InputError([_located(d, positions) for d in problems])
     return to_plan(model)
 
 
-def _located(d: Diagnostic, text: str) -> Diagnostic:
+def _located(d: Diagnostic, positions: Positions) -> Diagnostic:
     if not d.pointer:
         return d
-    pos = locate_pointer(text, d.pointer)
+    pos = positions.at(d.pointer)
     return d if pos is None else d.with_location(line=pos[0], column=pos[1])
 
 
 def load_plan(path: str) -> Plan:
     """Read and check a plan.json file; raises InputError with located diagnostics."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise InputError([Diagnostic("plan file is larger than 16 MiB", "", path, code="limit")])
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise InputError([Diagnostic(f"cannot read file: {exc.strerror}", "", path, code="io")]) from None
+    raw = read_regular_file(path, MAX_FILE_BYTES)  # a FIFO would block: regular files only
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError([Diagnostic("plan file is larger than 16 MiB", "", path, code="limit")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,4 +1,6 @@
-"""Rich text for people: plan comparisons (diff-jit-aot, check-determinism) and progress bars."""
+"""Rich text for people: plan comparisons (diff-jit-aot, check-determinism) and progress bars.
+
+Names come from graph and plan files: every one is `shown` (printed as text, markup escaped)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fuseopt.aot.compare import CanonDecision, Comparison, KernelRef
+from fuseopt.report.escaping import shown
 
 
 def progress(console: Console) -> Progress:
@@ -37,11 +39,11 @@ def _decision_row(label: str, d: CanonDecision | None) -> tuple[str, ...]:
 
 
 def _kernels_table(title: str, ks: tuple[KernelRef, ...]) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=shown(title), title_justify="left")
     t.add_column("kernel")
     t.add_column("nodes", overflow="fold")
     for k in ks:
-        t.add_row(k.name, " ".join(k.nodes))
+        t.add_row(shown(k.name), shown(" ".join(k.nodes)))
     return t
 
 
@@ -53,13 +55,13 @@ def print_comparison(
     lists are cut after `max_orders` entries (JSON output keeps them all)."""
     la, lb = labels
     if cmp.identical:
-        console.print(f"[green]identical[/]: {la} and {lb} plans have the same kernels")
+        console.print(f"[green]identical[/]: {shown(la)} and {shown(lb)} plans have the same kernels")
     else:
-        console.print(f"[bold red]divergent[/]: the {la} and {lb} plans differ")
+        console.print(f"[bold red]divergent[/]: the {shown(la)} and {shown(lb)} plans differ")
     if cmp.unmatched_a or cmp.unmatched_b:
         console.print(
-            f"[yellow]nodes only in {la}[/]: {escape(' '.join(cmp.unmatched_a) or '-')}; "
-            f"[yellow]only in {lb}[/]: {escape(' '.join(cmp.unmatched_b) or '-')} "
+            f"[yellow]nodes only in {shown(la)}[/]: {shown(' '.join(cmp.unmatched_a) or '-')}; "
+            f"[yellow]only in {shown(lb)}[/]: {shown(' '.join(cmp.unmatched_b) or '-')} "
             "(if some are the same node under a new name, say so with --rename OLD=NEW)"
         )
     d = cmp.divergence
@@ -69,23 +71,23 @@ def print_comparison(
             "score": "same fusions, first one scored differently",
             "order": "same fusions, first one applied in another order",
         }
-        console.print(f"first divergent decision ({heads.get(d.kind, d.kind)}):")
+        console.print(f"first divergent decision ({shown(heads.get(d.kind, d.kind))}):")
         t = Table(show_header=True)
         for col in ("pass", "step", "round", "pair", "score"):
             t.add_column(col, overflow="fold")
-        t.add_row(*map(escape, _decision_row(la, d.a)))
-        t.add_row(*map(escape, _decision_row(lb, d.b)))
+        t.add_row(*map(shown, _decision_row(la, d.a)))
+        t.add_row(*map(shown, _decision_row(lb, d.b)))
         console.print(t)
         what = "score term that flipped" if d.flip is not None else "why"
-        console.print(f"{what}: [bold]{escape(d.summary)}[/]")
+        console.print(f"{what}: [bold]{shown(d.summary)}[/]")
         for line in d.explanation:
-            console.print(f"  {escape(line)}")
+            console.print(f"  {shown(line)}")
     if cmp.order_changes:
-        shown = cmp.order_changes[:max_orders]
-        moved = ", ".join(f"{n} {x}->{y}" for n, x, y in shown)
-        if len(cmp.order_changes) > len(shown):
-            moved += f", ... ({len(cmp.order_changes) - len(shown)} more)"
-        console.print(f"node order numbers ({la}->{lb}): {escape(moved)}")
+        listed = cmp.order_changes[:max_orders]
+        moved = ", ".join(f"{n} {x}->{y}" for n, x, y in listed)
+        if len(cmp.order_changes) > len(listed):
+            moved += f", ... ({len(cmp.order_changes) - len(listed)} more)"
+        console.print(f"node order numbers ({shown(la)}->{shown(lb)}): {shown(moved)}")
     if cmp.only_in_a:
         console.print(_kernels_table(f"kernels only in {la}", cmp.only_in_a))
     if cmp.only_in_b:
@@ -95,4 +97,4 @@ def print_comparison(
         if len(cmp.renamed) > max_orders:
             names += f", ... ({len(cmp.renamed) - max_orders} more)"
         note = "" if cmp.strict_names else " (kernel names are positional; not counted as divergence)"
-        console.print(f"same kernels, other names ({la}->{lb}): {escape(names)}{note}")
+        console.print(f"same kernels, other names ({shown(la)}->{shown(lb)}): {shown(names)}{note}")

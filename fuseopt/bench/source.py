@@ -1,43 +1,36 @@
-"""The torch program behind a graph, for eager and torch.compile baselines.
+"""The torch programs behind a graph's eager and torch.compile baselines.
 
-A captured graph records where it came from in `meta.source` (file, function); the function is
-called with the graph's input views in buffer order. Loading that file runs the user's own code,
-as `fuseopt capture` did when it made the graph.
+A graph file never makes fuseopt import or run code: `meta.source` (where `fuseopt capture` found
+the program) is descriptive data only. The source program is rebuilt only from the command line
+(`fuseopt bench --source FILE.py:FUNCTION`, `program_from_source`); otherwise the baseline is the
+graph's own rendering as torch ops (`RenderedProgram`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
-from fuseopt.errors import InputError
+from fuseopt.capture.program import load_function, split_target
 from fuseopt.ir.graph import Graph
 
 
-def program_from_meta(graph: Graph, graph_file: str = "") -> Any | None:
-    src = graph.meta.get("source")
-    if not isinstance(src, Mapping):
-        return None
-    file, function = src.get("file"), src.get("function")
-    if not isinstance(file, str) or not isinstance(function, str):
-        return None
-    path = file if os.path.isabs(file) else os.path.join(os.path.dirname(os.path.abspath(graph_file)), file)
-    if not os.path.exists(path):
-        path = file
-    if not os.path.exists(path):
-        raise InputError(f"meta.source.file {file!r} not found (graph {graph.name})")
-    spec = importlib.util.spec_from_file_location(f"fuseopt_bench_source_{graph.name}", path)
-    if spec is None or spec.loader is None:
-        raise InputError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fn = getattr(module, function, None)
-    if fn is None:
-        raise InputError(f"{path} has no function {function!r}")
+def describe_source(target: str) -> str:
+    """What `program_from_source(target, ...)` will import, checked but not imported: the file's
+    absolute path and the function. Raises a usage error (exit 2) for a malformed target or a
+    missing file."""
+    path, function = split_target(target)
+    return f"{os.path.abspath(path)}:{function}"
+
+
+def program_from_source(target: str, graph: Graph) -> Callable[[Mapping[str, torch.Tensor]], Any]:
+    """Import FILE.py of `FILE.py:FUNCTION` (this runs that file's code) and return the program
+    that calls FUNCTION with the graph's input views in buffer order; its tensor results are the
+    outputs in buffer order."""
+    fn = load_function(target)
     names = [b.name for b in graph.inputs]
     outputs = [b.name for b in graph.outputs]
 
@@ -49,6 +42,17 @@ def program_from_meta(graph: Graph, graph_file: str = "") -> Any | None:
         return dict(zip(outputs, flat, strict=False))
 
     return program
+
+
+def recorded_source(graph: Graph) -> str | None:
+    """`meta.source` as `FILE:FUNCTION` text, for saying what --source could be (never imported)."""
+    src = graph.meta.get("source")
+    if not isinstance(src, Mapping):
+        return None
+    file, function = src.get("file"), src.get("function")
+    if not isinstance(file, str) or not isinstance(function, str):
+        return None
+    return f"{file}:{function}"
 
 
 class RenderedProgram:

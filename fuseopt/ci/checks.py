@@ -28,6 +28,7 @@ from fuseopt.ci.locations import Locator
 from fuseopt.ci.model import ERROR, FAILED, PASSED, SKIPPED, CheckResult, Finding, GraphResult
 from fuseopt.cli.console import dump_json
 from fuseopt.errors import Diagnostic, FuseoptError, InputError, caret_excerpt
+from fuseopt.io.files import read_regular_file
 from fuseopt.io.load import MAX_FILE_BYTES, load_text
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.options import Options
@@ -61,10 +62,9 @@ class Job:
 def read_source(path: str) -> tuple[bytes | None, str]:
     """The bytes of a graph file, bounded as `load_graph` bounds them, or why they cannot be read."""
     try:
-        with open(path, "rb") as f:
-            return f.read(MAX_FILE_BYTES + 1), ""
-    except OSError as exc:
-        return None, f"cannot read file: {exc.strerror or exc}"
+        return read_regular_file(path, MAX_FILE_BYTES), ""
+    except InputError as err:  # unreadable, or no regular file (a FIFO would block the run)
+        return None, err.diagnostics[0].message
 
 
 def _decode(job: Job) -> str:

@@ -7,12 +7,15 @@ so they show on the pull request without failing it. Values are escaped as the r
 from __future__ import annotations
 
 from fuseopt.ci.model import CiReport, Finding
+from fuseopt.report.escaping import printable
 
 LEVEL_COMMAND = {"error": "error", "warning": "warning", "note": "warning"}
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message: `%`, CR and LF encoded; other unprintable characters (an ANSI escape,
+    a lone surrogate) shown as their Python escape."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _prop(text: str) -> str:

@@ -13,12 +13,13 @@ import xml.etree.ElementTree as ET
 
 from fuseopt.ci.model import ERROR, FAILED, SKIPPED, CheckResult, CiReport
 
-# XML 1.0 cannot hold most control characters, even escaped.
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# XML 1.0 cannot hold most control characters, even escaped, nor UTF-8 lone surrogates.
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _clean(text: str) -> str:
-    return _INVALID_XML.sub("\ufffd", text)
+    """Text for XML: what XML 1.0 cannot hold shown as its escape (`\\x1b`, `\\ud800`)."""
+    return _INVALID_XML.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def _body(c: CheckResult) -> str:
@@ -56,13 +57,17 @@ def junit_xml(report: CiReport) -> str:
         )
         for c in g.checks:
             case = ET.SubElement(
-                suite, "testcase", {"classname": _clean(g.key), "name": c.check, "file": _clean(g.file)}
+                suite,
+                "testcase",
+                {"classname": _clean(g.key), "name": _clean(c.check), "file": _clean(g.file)},
             )
             first = c.findings[0] if c.findings else None
             if c.status in (FAILED, ERROR):
                 tag = "failure" if c.status == FAILED else "error"
                 el = ET.SubElement(
-                    case, tag, {"message": _clean(c.summary), "type": first.rule if first else c.check}
+                    case,
+                    tag,
+                    {"message": _clean(c.summary), "type": _clean(first.rule if first else c.check)},
                 )
                 el.text = _body(c)
             elif c.status == SKIPPED:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fuseopt.ci.model import Finding
 from fuseopt.io.load import is_yaml_text
-from fuseopt.io.locate import locate_pointer
+from fuseopt.io.locate import Positions
 from fuseopt.ir.graph import Graph
 
 
@@ -20,15 +20,17 @@ class Locator:
         self.file = file
         self.text = text
         self._yaml = text is not None and is_yaml_text(text, file)
+        # One parse of the text for all lookups (one each made finding N nodes quadratic).
+        self._positions = Positions(text, self._yaml) if text is not None else None
         self._nodes = {n.name: i for i, n in enumerate(graph.nodes)} if graph is not None else {}
         self._cache: dict[str, tuple[int, int]] = {}
 
     def at(self, pointer: str) -> tuple[int, int]:
         """1-based (line, column) of the value at `pointer` (its nearest present ancestor), or 1:1."""
-        if self.text is None:
+        if self._positions is None:
             return 1, 1
         if pointer not in self._cache:
-            pos = locate_pointer(self.text, pointer, yaml_syntax=self._yaml)
+            pos = self._positions.at(pointer)
             self._cache[pointer] = pos if pos is not None else (1, 1)
         return self._cache[pointer]
 

@@ -14,16 +14,26 @@ from urllib.parse import quote
 
 from fuseopt import __version__
 from fuseopt.ci.model import RULE_INDEX, RULES, CiReport, Finding
+from fuseopt.report.escaping import printable
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 
 
+def _quote(path: str) -> str:
+    """A path as URI text: the file system's bytes percent-encoded (a name that is not UTF-8
+    keeps its bytes); a path no file system could hold, as its printable escape."""
+    try:
+        return quote(os.fsencode(path))
+    except UnicodeEncodeError:
+        return quote(printable(path))
+
+
 def artifact_location(file: str) -> dict[str, str]:
     if os.path.isabs(file):
-        return {"uri": "file://" + quote(file if file.startswith("/") else "/" + file.replace(os.sep, "/"))}
-    return {"uri": quote(file), "uriBaseId": SRCROOT}
+        return {"uri": "file://" + _quote(file if file.startswith("/") else "/" + file.replace(os.sep, "/"))}
+    return {"uri": _quote(file), "uriBaseId": SRCROOT}
 
 
 def _result(f: Finding, check: str, key: str) -> dict[str, Any]:

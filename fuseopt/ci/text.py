@@ -4,10 +4,10 @@ finding with its file:line:column, then a one-line verdict."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from fuseopt.ci.model import ERROR, FAILED, PASSED, SKIPPED, CiReport, GraphResult
+from fuseopt.report.escaping import shown
 from fuseopt.report.html import human_bytes
 
 _CELL = {
@@ -33,9 +33,9 @@ def _cell(g: GraphResult, check: str) -> str:
     if c is None:
         return "[dim]-[/]"
     if check == "baseline" and c.status in (PASSED, FAILED) and "status" in c.data:
-        text = _BASELINE.get(str(c.data["status"]), escape(str(c.data["status"])))
+        text = _BASELINE.get(str(c.data["status"]), shown(str(c.data["status"])))
         return text + (" [dim](updated)[/]" if c.data.get("updated") else "")
-    return _CELL.get(c.status, escape(c.status))
+    return _CELL.get(c.status, shown(c.status))
 
 
 def print_report(console: Console, report: CiReport) -> None:
@@ -48,7 +48,7 @@ def print_report(console: Console, report: CiReport) -> None:
     for g in report.graphs:
         m = g.metrics
         t.add_row(
-            escape(g.key),
+            shown(g.key),
             *(_cell(g, c) for c in report.checks),
             str(m["kernels"]) if m else "-",
             human_bytes(m["bytes"]) if m else "-",
@@ -56,18 +56,22 @@ def print_report(console: Console, report: CiReport) -> None:
     if console.is_terminal:
         console.print(t)
     else:  # a CI log: rich would assume 80 columns and fold the graph names
-        Console(file=console.file, width=max(console.width, WIDE), highlight=False, soft_wrap=True).print(t)
+        wide = Console(
+            file=console.file, width=max(console.width, WIDE), highlight=False, soft_wrap=True, emoji=False
+        )
+        wide.print(t)
     for g in report.graphs:
         for c in g.checks:
             for f in c.findings:
                 console.print(
-                    f"{_LEVEL[f.level]}: {escape(f.where())}: [bold]{escape(f.rule)}[/] ({c.check}): {escape(f.text().splitlines()[0])}"
+                    f"{_LEVEL[f.level]}: {shown(f.where())}: [bold]{shown(f.rule)}[/] ({shown(c.check)}): "
+                    f"{shown(f.text().splitlines()[0])}"
                 )
                 rest = f.text().splitlines()[1:]
                 if rest:
-                    console.print(escape("\n".join("    " + line for line in rest)))
+                    console.print(shown("\n".join("    " + line for line in rest)))
     for path in report.updated:
-        console.print(f"[cyan]updated[/] {escape(path)}")
+        console.print(f"[cyan]updated[/] {shown(path)}")
     s = report.summary()
     counts = (
         f"{s['graphs']} graphs, {s['checks']} checks: {s['passed']} passed, {s['failed']} failed, "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 from rich.table import Table
 
-from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.cli.output import write_outputs
@@ -26,11 +27,19 @@ from fuseopt.errors import EXIT_CHECK_FAILED, NoGPUError
 @click.option(
     "--json", "json_file", type=click.Path(dir_okay=False), help="Also write the results as JSON here."
 )
+@click.option(
+    "--source",
+    "source",
+    metavar="FILE.py:FUNCTION",
+    help="Time eager and torch.compile on this program (imports and runs FILE.py; one GRAPH only), "
+    "called with the graph's input views in buffer order. Default: a torch rendering of the graph.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @planning_options
 def bench_cmd(
     graphs: tuple[str, ...],
     interpret: bool,
+    source: str | None,
     warmup: int,
     rep: int,
     json_file: str | None,
@@ -40,12 +49,15 @@ def bench_cmd(
     no_loop_order: bool,
 ) -> None:
     """Compile the plan's kernels, check them against the reference, and time them side by side
-    with the unfused plan, torch eager and torch.compile: of the graph's source program when it
-    records one (captured graphs), else of a torch rendering of the graph (`baseline` in the JSON).
+    with the unfused plan, torch eager and torch.compile: of the program given with --source, else
+    of a torch rendering of the graph (`baseline` in the JSON). A graph file never makes fuseopt
+    import anything: its meta.source is only reported.
 
     Exit 0 when every variant matched the reference, 1 when one did not, 3 without a GPU (use
     --interpret to check on the CPU).
     """
+    if source is not None and len(graphs) != 1:
+        raise click.UsageError("--source is the program of one graph: give exactly one GRAPH")
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
@@ -57,24 +69,42 @@ def bench_cmd(
     from rich.progress import Progress
 
     from fuseopt.bench.harness import _do_bench, bench_graph, copy_bandwidth_gbps
-    from fuseopt.bench.source import program_from_meta, rendered_program
+    from fuseopt.bench.source import describe_source, program_from_source, recorded_source, rendered_program
     from fuseopt.io.load import load_graph
 
     opts = options_from(scoring, max_fusion_size, no_loop_order)
     loaded = [(path, load_graph(path)) for path in graphs]
+    programs: dict[str, tuple[Any, str]] = {}  # graph file -> (its program, FILE.py:FUNCTION)
+    if source is not None:
+        what = describe_source(source)  # checked, nothing imported yet
+        stderr.print(
+            f"[bold]importing[/] {shown(what)} (runs that file's code) for the eager and torch.compile "
+            f"baselines of {shown(graphs[0])}"
+        )
+        programs[graphs[0]] = (program_from_source(source, loaded[0][1]), what)
+    for path, g in loaded:
+        recorded = recorded_source(g)
+        if path not in programs and recorded is not None:
+            stderr.print(
+                f"{shown(path)}: meta.source names {shown(recorded)}; not imported (a graph file never "
+                "runs code): eager and torch.compile run a torch rendering of the graph, or pass "
+                "--source FILE.py:FUNCTION"
+            )
     copy = None if interpret else copy_bandwidth_gbps(torch.device("cuda"), _do_bench(warmup, rep))
     results = []
     with Progress(console=stdout, transient=True) as progress:
         task = progress.add_task("bench", total=len(loaded))
         for path, g in loaded:
-            program = program_from_meta(g, path)
-            baseline = "source"
-            if program is None:
-                program, baseline = rendered_program(g), "rendered"
+            if path in programs:
+                program, target = programs[path]
+            else:
+                program, target = rendered_program(g), None
             res = bench_graph(
                 g, program, options=opts, interpret=interpret, warmup=warmup, rep=rep, copy_gbps=copy
             )
-            res["baseline"] = baseline
+            res["baseline"] = "rendered" if target is None else "source"
+            if target is not None:
+                res["source"] = target
             results.append(res)
             progress.advance(task)
     report = {
@@ -98,25 +128,26 @@ def bench_cmd(
 def _print(report: dict) -> None:  # type: ignore[type-arg]
     """One table per graph (its variants), then its speed-ups on one line."""
     copy = f", copy {report['copy_gbps']:.0f} GB/s" if report["copy_gbps"] else ""
-    stdout.print(f"fuseopt bench on {report['device']}{copy}")
+    stdout.print(f"fuseopt bench on {shown(report['device'])}{copy}")
     for r in report["results"]:
-        rendered = r.get("baseline") == "rendered"
-        title = f"{r['graph']}" + (
-            " (eager and torch.compile run a torch rendering of the graph)" if rendered else ""
-        )
+        if r.get("baseline") == "rendered":
+            runs = "a torch rendering of the graph"
+        else:
+            runs = r.get("source", "its source program")
+        title = shown(f"{r['graph']} (eager and torch.compile run {runs})")
         t = Table(title=title, title_justify="left")
         for col in ("variant", "ok", "kernels", "ms", "GB/s", "% copy", "% same-size copy", "note"):
             t.add_column(col, overflow="fold")
         for v in r["variants"]:
             t.add_row(
-                v["name"],
+                shown(v["name"]),
                 "yes" if v["ok"] else "[red]NO[/]",
                 "" if v["kernels"] is None else str(v["kernels"]),
                 "" if v["ms"] is None else f"{v['ms']:.4f}",
                 "" if v["gbps"] is None else f"{v['gbps']:.0f}",
                 _pct(v["pct_copy"]),
                 _pct(v["pct_copy_same_size"]),
-                v["error"][:200],
+                shown(v["error"][:200]),
             )
         stdout.print(t)
         if r["speedups"]:

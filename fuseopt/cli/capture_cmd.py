@@ -15,6 +15,7 @@ import click
 from fuseopt.cli.console import stdout
 from fuseopt.cli.main import cli
 from fuseopt.errors import Diagnostic, InputError
+from fuseopt.report.escaping import shown
 
 LAYOUT_CHOICES = ("contiguous", "transposed", "channels_last")
 
@@ -99,8 +100,9 @@ def capture_cmd(
     _write_atomically(Path(out_path), text)
     ind = graph.meta["inductor"]
     stdout.print(
-        f"captured [bold]{graph.name}[/]: {len(graph.nodes)} nodes, {len(graph.buffers)} buffers; "
-        f"Inductor: {ind['kernel_count']} kernels, {ind['num_bytes_accessed']} bytes -> {out_path}"
+        f"captured [bold]{shown(graph.name)}[/]: {len(graph.nodes)} nodes, {len(graph.buffers)} buffers; "
+        f"Inductor: {shown(ind['kernel_count'])} kernels, {shown(ind['num_bytes_accessed'])} bytes "
+        f"-> {shown(out_path)}"
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import click
-from rich.markup import escape
 
 from fuseopt.aot.finalize import FINALIZE_MODES
 from fuseopt.aot.render import progress
@@ -19,9 +18,10 @@ from fuseopt.ci.junit import junit_xml
 from fuseopt.ci.model import CHECKS, CiReport, GraphResult
 from fuseopt.ci.sarif import sarif_log
 from fuseopt.ci.text import print_report
-from fuseopt.cli.console import dump_json, stderr, stdout
+from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.output import write_files
 from fuseopt.errors import EXIT_CHECK_FAILED
 
 
@@ -38,14 +38,16 @@ def _checks(text: str) -> tuple[str, ...]:
 
 def _golden(baseline: str, key: str) -> Golden:
     path = golden_path(baseline, key)
-    shown = display_path(path)
+    where = display_path(path)
     if not os.path.exists(path):
-        return Golden(shown, None)
+        return Golden(where, None)
+    if not os.path.isfile(path):  # a FIFO would block the run
+        return Golden(where, None, "not a regular file: fuseopt reads regular files only")
     try:
         with open(path, encoding="utf-8") as f:
-            return Golden(shown, f.read())
+            return Golden(where, f.read())
     except (OSError, UnicodeDecodeError) as exc:
-        return Golden(shown, None, str(getattr(exc, "strerror", None) or exc))
+        return Golden(where, None, str(getattr(exc, "strerror", None) or exc))
 
 
 def _update_baseline(baseline: str, results: list[GraphResult], jobs: list[Job]) -> list[str]:
@@ -183,7 +185,7 @@ def ci_cmd(
     except DiscoveryError as exc:
         raise click.UsageError(str(exc)) from None
     for w in warnings:
-        stderr.print(f"[yellow]warning[/]: {escape(w)}")
+        stderr.print(f"[yellow]warning[/]: {shown(w)}")
     opts = options_from(scoring, max_fusion_size, no_loop_order)
     job_list = [
         Job(
@@ -235,16 +237,19 @@ def ci_cmd(
         },
     )
     report_json = dump_json(report.to_json())
+    # Every report is rendered before any is written, and they are written all or none.
+    reports: dict[str, str] = {}
     if json_path is not None:
-        write_text_atomic(json_path, report_json)
+        reports[json_path] = report_json
     if junit_path is not None:
-        write_text_atomic(junit_path, junit_xml(report))
+        reports[junit_path] = junit_xml(report)
     if sarif_path is not None:
-        write_text_atomic(sarif_path, dump_json(sarif_log(report)))
+        reports[sarif_path] = dump_json(sarif_log(report))
     if html_path is not None:
         from fuseopt.report.html import ci_page
 
-        write_text_atomic(html_path, ci_page(report, [g.html or "" for g in results]))
+        reports[html_path] = ci_page(report, [g.html or "" for g in results])
+    write_files(reports)
     if fmt == "json":
         click.echo(report_json, nl=False)
     else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from fuseopt.aot.determinism import (
@@ -14,7 +13,7 @@ from fuseopt.aot.determinism import (
     codegen_available,
 )
 from fuseopt.aot.render import print_comparison, progress
-from fuseopt.cli.console import dump_json, stderr, stdout
+from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.errors import EXIT_CHECK_FAILED
@@ -24,8 +23,8 @@ from fuseopt.io.load import load_graph
 def _print(report: DeterminismReport, permutations: int, processes: int, codegen: bool) -> None:
     ok = sum(v.ok for v in report.variants)
     stdout.print(
-        f"[bold]{escape(report.graph)}[/]: {permutations} permutations (seed {report.seed}) and "
-        f"{processes} fresh processes; scoring={report.options.get('scoring')}; "
+        f"[bold]{shown(report.graph)}[/]: {permutations} permutations (seed {report.seed}) and "
+        f"{processes} fresh processes; scoring={shown(report.options.get('scoring'))}; "
         f"kernel source {'compared' if codegen else 'not compared (no code generation in this build)'}"
     )
     if report.ok:
@@ -39,18 +38,18 @@ def _print(report: DeterminismReport, permutations: int, processes: int, codegen
         t.add_column(col, overflow="fold")
     for v in report.variants:
         if not v.ok:
-            t.add_row(v.label, escape(v.summary))
+            t.add_row(shown(v.label), shown(v.summary))
     stdout.print(t)
     first = report.first_failure
     assert first is not None
-    stdout.print(f"first difference: [bold]{first.label}[/]")
+    stdout.print(f"first difference: [bold]{shown(first.label)}[/]")
     if first.node_order:
-        stdout.print(f"  node order: {escape(' '.join(first.node_order))}")
-        stdout.print(f"  buffer order: {escape(' '.join(first.buffer_order))}")
+        stdout.print(f"  node order: {shown(' '.join(first.node_order))}")
+        stdout.print(f"  buffer order: {shown(' '.join(first.buffer_order))}")
     if first.comparison is not None:
         print_comparison(stdout, first.comparison, LABELS)
     else:
-        stdout.print(f"  {escape(first.difference)}")
+        stdout.print(f"  {shown(first.difference)}")
 
 
 @cli.command("check-determinism")
@@ -68,7 +67,7 @@ def _print(report: DeterminismReport, permutations: int, processes: int, codegen
     type=click.IntRange(0, 64),
     default=3,
     show_default=True,
-    help="Fresh `python -m fuseopt optimize` processes, PYTHONHASHSEED=0,1,...; plans must be byte-identical.",
+    help="Fresh `fuseopt optimize` processes (on this fuseopt), PYTHONHASHSEED=0,1,...; plans must be byte-identical.",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @planning_options

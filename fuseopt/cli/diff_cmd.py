@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 
 from fuseopt.aot.diff import LABELS, DiffReport, diff_finalized, diff_graphs, diff_plans
 from fuseopt.aot.finalize import FINALIZE_MODES
 from fuseopt.aot.planfile import load_plan
 from fuseopt.aot.render import print_comparison
-from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.errors import EXIT_CHECK_FAILED, Diagnostic, InputError
@@ -34,23 +33,24 @@ def _print(report: DiffReport) -> None:
     if report.finalized is not None:
         fin = report.finalized
         stdout.print(
-            f"[bold]{escape(report.jit.graph)}[/]: pass 1 (jit) plans the graph as given; pass 2 (aot) "
-            f"plans it with {len(fin.templates)} template(s) finalized [bold]{fin.mode}[/] "
-            f"(scoring={report.options.get('scoring')}, max_fusion_size={report.options.get('max_fusion_size')})"
+            f"[bold]{shown(report.jit.graph)}[/]: pass 1 (jit) plans the graph as given; pass 2 (aot) "
+            f"plans it with {len(fin.templates)} template(s) finalized [bold]{shown(fin.mode)}[/] "
+            f"(scoring={shown(report.options.get('scoring'))}, "
+            f"max_fusion_size={shown(report.options.get('max_fusion_size'))})"
         )
-        shown = fin.templates[:SHOW_TEMPLATES]
-        for t in shown:
+        listed = fin.templates[:SHOW_TEMPLATES]
+        for t in listed:
             moved = ""
             if t in fin.node_renames:
                 moved = f", renamed {fin.node_renames[t]} and moved to the end of the node and buffer lists"
-            stdout.print(f"  finalized {escape(t)} -> choice {escape(fin.choices[t])}{escape(moved)}")
-        if len(fin.templates) > len(shown):
-            stdout.print(f"  ... and {len(fin.templates) - len(shown)} more (--format json lists them all)")
+            stdout.print(f"  finalized {shown(t)} -> choice {shown(fin.choices[t])}{shown(moved)}")
+        if len(fin.templates) > len(listed):
+            stdout.print(f"  ... and {len(fin.templates) - len(listed)} more (--format json lists them all)")
     else:
         what = "plans" if report.mode == "plans" else "graphs"
-        stdout.print(f"comparing the jit and aot {what} of [bold]{escape(report.jit.graph)}[/]")
+        stdout.print(f"comparing the jit and aot {what} of [bold]{shown(report.jit.graph)}[/]")
         for old, new in report.node_renames.items():
-            stdout.print(f"  node {escape(old)} (jit) is {escape(new)} (aot)")
+            stdout.print(f"  node {shown(old)} (jit) is {shown(new)} (aot)")
     stdout.print(
         f"  jit: {len(report.jit.kernels)} kernels, {len(report.jit.decisions)} decisions; "
         f"aot: {len(report.aot.kernels)} kernels, {len(report.aot.decisions)} decisions"

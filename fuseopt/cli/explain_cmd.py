@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 
-from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.io.load import load_graph
@@ -30,14 +29,18 @@ def explain_cmd(
         click.echo(dump_json(ex.to_json()), nl=False)
         return
     if ex.fused:
-        stdout.print(f"[green]{ex.a} and {ex.b} share kernel {ex.kernel_a}[/]")
+        stdout.print(f"[green]{shown(ex.a)} and {shown(ex.b)} share kernel {shown(ex.kernel_a)}[/]")
         for d in ex.decisions:
-            stdout.print(f"  step {d.step} (round {d.round}): fused {d.pair[0]} + {d.pair[1]} ({d.kind})")
+            pair = f"{d.pair[0]} + {d.pair[1]}"
+            stdout.print(f"  step {d.step} (round {d.round}): fused {shown(pair)} ({shown(d.kind)})")
     else:
-        stdout.print(f"[yellow]{ex.a} is in {ex.kernel_a}, {ex.b} is in {ex.kernel_b}: not fused[/]")
-        stdout.print(f"  reason: [bold]{ex.reason}[/]")
-        stdout.print(f"  detail: {escape(ex.detail)}")
+        stdout.print(
+            f"[yellow]{shown(ex.a)} is in {shown(ex.kernel_a)}, {shown(ex.b)} is in {shown(ex.kernel_b)}: "
+            "not fused[/]"
+        )
+        stdout.print(f"  reason: [bold]{shown(ex.reason)}[/]")
+        stdout.print(f"  detail: {shown(ex.detail)}")
         if ex.suggestion:
-            stdout.print(f"  to fuse them: {escape(ex.suggestion)}")
+            stdout.print(f"  to fuse them: {shown(ex.suggestion)}")
     for r in ex.reorders:
-        stdout.print(f"  loop transformation: {escape(r)}")
+        stdout.print(f"  loop transformation: {shown(r)}")

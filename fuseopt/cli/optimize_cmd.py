@@ -1,20 +1,26 @@
-"""`fuseopt optimize GRAPH`: run the pass pipeline, print the plan, write plan.json (and kernels)."""
+"""`fuseopt optimize GRAPH`: run the pass pipeline, print the plan, write plan.json (and kernels).
+
+Everything is rendered first (plan, kernels, HTML, the text for the terminal); files are written
+only then, all of them or none (`write_files`).
+"""
 
 from __future__ import annotations
 
+import os
+
 import click
 
-from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
-from fuseopt.cli.output import write_outputs
+from fuseopt.cli.output import write_files
 from fuseopt.codegen.tiling import DEFAULT_MULTIPROCESSORS
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import PIPELINE, optimize
 from fuseopt.passes.verify import verify as verify_plan
 from fuseopt.plan import Plan
-from fuseopt.report.html import write_plan_html
+from fuseopt.report.html import plan_page
 from fuseopt.report.plan_text import print_plan
 
 
@@ -93,18 +99,23 @@ def optimize_cmd(
     if check:
         verify_plan(stage.graph, stage.plan)
     plan_json = dump_json(stage.plan.to_json())
-    files = {"plan.json": plan_json}
+    outputs = {"plan.json": plan_json}
+    if out_dir is not None and emit == "triton":
+        src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors)
+        if src is not None:
+            outputs["kernels.py"] = src
+    files: dict[str, str] = {}
     if out_dir is not None:
-        if emit == "triton":
-            src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors)
-            if src is not None:
-                files["kernels.py"] = src
-        write_outputs(out_dir, files)
+        files.update({os.path.join(out_dir, name): text for name, text in outputs.items()})
     if html_path is not None:
-        write_plan_html(html_path, g, stage, graph)
+        files[html_path] = plan_page(graph, g, stage)
     if fmt == "json":
-        click.echo(plan_json, nl=False)
-        return
-    print_plan(stdout, stage.plan, g.meta)
-    if out_dir is not None:
-        stdout.print(f"wrote {', '.join(sorted(files))} to {out_dir}")
+        text = plan_json
+    else:
+        with stdout.capture() as captured:
+            print_plan(stdout, stage.plan, g.meta)
+        text = captured.get()
+    write_files(files)
+    click.echo(text, nl=False)
+    if out_dir is not None and fmt != "json":
+        stdout.print(f"wrote {', '.join(sorted(outputs))} to {shown(out_dir)}")

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
-from fuseopt.passes.options import SCORINGS, Options
+from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, SCORINGS, Options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -18,7 +18,7 @@ def planning_options(fn: F) -> F:
     )(fn)
     fn = click.option(
         "--max-fusion-size",
-        type=click.IntRange(1, 1_000_000),
+        type=click.IntRange(1, MAX_FUSION_SIZE_LIMIT),
         default=64,
         show_default=True,
         help="Most nodes in one kernel (Inductor's max_fusion_size).",

@@ -7,7 +7,6 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from fuseopt.aot.finalize import FINALIZE_MODES
 from fuseopt.aot.reduce import Predicate, diverges, kernels_exceed, nondeterministic, reduce_graph
@@ -20,6 +19,7 @@ from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.ir.serialize import dump_yaml, graph_sha256
 from fuseopt.passes.options import Options
+from fuseopt.report.escaping import shown
 
 UNTIL_HELP = "diverges | nondeterministic | kernels-exceed=N (or 'kernels-exceed N')"
 
@@ -156,13 +156,13 @@ def reduce_cmd(
         click.echo(dump_json(summary), nl=False)
         return
     stdout.print(
-        f"[green]reduced[/] {escape(g.name)} from {result.nodes_before} to {len(small.nodes)} nodes "
-        f"({len(small.buffers)} buffers) in {result.tests} tests; --until {escape(until_text)} still holds"
+        f"[green]reduced[/] {shown(g.name)} from {result.nodes_before} to {len(small.nodes)} nodes "
+        f"({len(small.buffers)} buffers) in {result.tests} tests; --until {shown(until_text)} still holds"
     )
-    stdout.print(f"  nodes: {escape(' '.join(kept))}")
+    stdout.print(f"  nodes: {shown(' '.join(kept))}")
     if result.crashes:
         stdout.print(
             f"  [yellow]{result.crashes} candidate graph(s) made the planner raise[/]; "
             "they were treated as not satisfying the predicate"
         )
-    stdout.print(f"  wrote {escape(out)}")
+    stdout.print(f"  wrote {shown(out)}")

@@ -3,6 +3,8 @@
 The backend is a function looked up by name in `BACKENDS` (the reference interpreter by default);
 every backend gets the same input storages (`make_inputs(graph, seed)`), so summaries from two
 backends are comparable. `--save DIR` writes the outputs as .npy files, only once the run succeeded.
+A graph whose storage or loop boxes are over `--max-memory` / `--max-points` is refused before
+anything is allocated (`fuseopt.interp.limits`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from rich.table import Table
 
 from fuseopt.cli.console import dump_json, stdout
 from fuseopt.cli.main import cli
-from fuseopt.errors import FuseoptError
-from fuseopt.interp import logical_outputs, make_inputs, run_graph
-from fuseopt.io.load import load_graph
-from fuseopt.io.locate import locate_pointer
+from fuseopt.errors import FuseoptError, InputError
+from fuseopt.interp import Limits, check_limits, logical_outputs, make_inputs, run_graph
+from fuseopt.interp.limits import DEFAULT_MAX_POINTS, parse_size
+from fuseopt.io.files import read_regular_file
+from fuseopt.io.load import MAX_FILE_BYTES, load_graph
+from fuseopt.io.locate import Positions
 from fuseopt.ir.graph import Graph
+from fuseopt.report.escaping import shown
 from fuseopt.runtime.backend import triton_backend
 
 RUN_FORMAT = "fuseopt-run/1"
@@ -35,13 +40,27 @@ Backend = Callable[[Graph, Mapping[str, torch.Tensor]], Mapping[str, torch.Tenso
 
 
 def _reference(graph: Graph, inputs: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
-    return run_graph(graph, inputs)
+    return run_graph(graph, inputs, limits=None)  # `run` checked the limits it was given
 
 
 BACKENDS: dict[str, Backend] = {
     "reference": _reference,
     "triton": triton_backend,  # plan, emit Triton, run (GPU, or CPU with TRITON_INTERPRET=1)
 }
+
+
+class SizeParam(click.ParamType):
+    """A size in bytes: `4GiB`, `512MiB`, `1048576` (`fuseopt.interp.limits.parse_size`)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 @cli.command("run")
@@ -62,11 +81,28 @@ BACKENDS: dict[str, Backend] = {
     show_default=True,
     help="Who runs it.",
 )
-def run(graph_file: str, seed: int, save_dir: str | None, fmt: str, backend: str) -> None:
+@click.option(
+    "--max-memory",
+    type=SizeParam(),
+    default="4GiB",
+    show_default=True,
+    help="Refuse (exit 2) a graph whose buffer storage, inputs included, is larger (bytes, or KiB/MiB/GiB/TiB).",
+)
+@click.option(
+    "--max-points",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_POINTS,
+    show_default=True,
+    help="Refuse (exit 2) a graph whose loop boxes have more points in all (numel x rnumel, summed over nodes).",
+)
+def run(
+    graph_file: str, seed: int, save_dir: str | None, fmt: str, backend: str, max_memory: int, max_points: int
+) -> None:
     """Run GRAPH on random inputs and print shape, dtype, min/max/mean and a checksum of each output."""
     graph = load_graph(graph_file)
-    inputs = make_inputs(graph, seed)
     try:
+        check_limits(graph, Limits(max_memory=max_memory, max_points=max_points))  # before allocating
+        inputs = make_inputs(graph, seed, limits=None)
         storages = BACKENDS[backend](graph, inputs)
     except FuseoptError as err:
         raise _located(err, graph_file) from None
@@ -92,13 +128,14 @@ def run(graph_file: str, seed: int, save_dir: str | None, fmt: str, backend: str
 def _located(err: FuseoptError, graph_file: str) -> FuseoptError:
     """The run-time error with the graph file and the line:col of the failing node."""
     try:
-        text: str | None = Path(graph_file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text: str | None = read_regular_file(graph_file, MAX_FILE_BYTES).decode("utf-8-sig")
+    except (InputError, UnicodeDecodeError):
         text = None
     diags = []
+    positions = Positions(text) if text is not None else None  # one parse for every diagnostic
     for d in err.diagnostics:
         d = d.with_location(file=graph_file)
-        pos = locate_pointer(text, d.pointer) if text is not None and d.pointer and d.line is None else None
+        pos = positions.at(d.pointer) if positions is not None and d.pointer and d.line is None else None
         diags.append(d if pos is None else d.with_location(line=pos[0], column=pos[1]))
     located = type(err).__new__(type(err))
     located.__dict__.update(err.__dict__)
@@ -162,7 +199,7 @@ def _print_text(
     graph: Graph, backend: str, seed: int, summaries: list[dict[str, Any]], saved: list[str]
 ) -> None:
     stdout.print(
-        f"graph [bold]{graph.name}[/]: {len(graph.nodes)} nodes, {len(summaries)} outputs "
+        f"graph [bold]{shown(graph.name)}[/]: {len(graph.nodes)} nodes, {len(summaries)} outputs "
         f"(backend {backend}, seed {seed})"
     )
     table = Table(show_edge=False, pad_edge=False)
@@ -171,7 +208,7 @@ def _print_text(
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for s in summaries:
         table.add_row(
-            s["name"],
+            shown(s["name"]),
             "x".join(str(d) for d in s["shape"]) or "scalar",
             s["dtype"],
             _fmt(s["min"]),
@@ -181,4 +218,4 @@ def _print_text(
         )
     stdout.print(table)
     for path in saved:
-        stdout.print(f"saved {path}")
+        stdout.print(f"saved {shown(path)}")

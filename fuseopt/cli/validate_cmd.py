@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from fuseopt.cli.console import dump_json, print_diagnostics, stdout
+from fuseopt.cli.console import dump_json, print_diagnostics, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.errors import EXIT_BAD_INPUT, Diagnostic, InputError
 from fuseopt.io.load import load_graph
@@ -33,7 +33,8 @@ def validate(files: tuple[str, ...], fmt: str) -> None:
         for r in results:
             if r["valid"]:
                 stdout.print(
-                    f"[green]ok[/] {r['file']}: graph {r['graph']}, {r['nodes']} nodes, {r['buffers']} buffers"
+                    f"[green]ok[/] {shown(r['file'])}: graph {shown(r['graph'])}, {r['nodes']} nodes, "
+                    f"{r['buffers']} buffers"
                 )
         print_diagnostics(all_diags)
     if all_diags:

@@ -8,6 +8,7 @@ and `call(inputs) -> outputs` over flat storages. The same graph and plan give b
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from fuseopt.codegen.tiling import CodegenOptions
@@ -41,8 +42,11 @@ def write_module(
     options: CodegenOptions | None = None,
 ) -> Path:
     """Write `out_dir/kernels.py` (creating the directory) and return its path."""
+    text = emit_module(graph, plan, autotune=autotune, options=options)  # before touching the disk
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / MODULE_FILE
-    path.write_text(emit_module(graph, plan, autotune=autotune, options=options), encoding="utf-8")
+    tmp = out / f".{MODULE_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # a reader sees the old module or the whole new one
     return path

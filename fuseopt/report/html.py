@@ -11,8 +11,6 @@ byte-identical HTML. `fuseopt optimize --html F` writes `plan_page`; `fuseopt ci
 
 from __future__ import annotations
 
-import html
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +20,7 @@ from fuseopt.errors import FuseoptError
 from fuseopt.ir.expr import to_text
 from fuseopt.ir.graph import ComputeNode, Graph, Node
 from fuseopt.plan import Plan
+from fuseopt.report.escaping import html_text
 from fuseopt.report.plan_text import human_bytes
 
 if TYPE_CHECKING:
@@ -44,7 +43,9 @@ _KIND_SHORT = {"pointwise": "pw", "reduction": "red", "extern": "extern", "templ
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Every piece of text on the page goes through here (input text included): HTML-escaped,
+    quotes too (attribute values are always double-quoted), unprintable characters escaped."""
+    return html_text(text)
 
 
 def _loops(loops: Iterable[tuple[str, int]]) -> str:
@@ -467,13 +468,13 @@ table.summary td.passed{color:var(--ok)}table.summary td.failed,table.summary td
 _JS = """
 (function(){
   document.querySelectorAll('section.graph').forEach(function(sec){
-    function mark(k,on){sec.querySelectorAll('[data-kernel="'+k+'"]').forEach(function(e){e.classList.toggle('hl',on);});}
+    function mark(k,on){sec.querySelectorAll('[data-kernel="'+CSS.escape(k)+'"]').forEach(function(e){e.classList.toggle('hl',on);});}
     sec.querySelectorAll('[data-kernel]').forEach(function(el){
       var k=el.getAttribute('data-kernel');
       el.addEventListener('mouseenter',function(){mark(k,true);});
       el.addEventListener('mouseleave',function(){mark(k,false);});
       if(el.tagName.toLowerCase()==='g'){el.addEventListener('click',function(){
-        var row=sec.querySelector('tr[data-kernel="'+k+'"]');if(row){row.scrollIntoView({block:'center'});}
+        var row=sec.querySelector('tr[data-kernel="'+CSS.escape(k)+'"]');if(row){row.scrollIntoView({block:'center'});}
       });}
     });
   });
@@ -505,13 +506,6 @@ def plan_page(file: str, graph: Graph, stage: Stage) -> str:
         section,
         subtitle=f"fuseopt {_e(__version__)} \u00b7 <code>{_e(file)}</code>",
     )
-
-
-def write_plan_html(path: str | os.PathLike[str], graph: Graph, stage: Stage, file: str) -> None:
-    """`fuseopt optimize --html PATH`: write the plan page (whole or not at all)."""
-    from fuseopt.ci.files import write_text_atomic
-
-    write_text_atomic(path, plan_page(file, graph, stage))
 
 
 def ci_page(report: CiReport, sections: Sequence[str]) -> str:

@@ -1,4 +1,5 @@
-"""The plan for people: rich tables of kernels, decisions and rejections."""
+"""The plan for people: rich tables of kernels, decisions and rejections (every cell `shown`:
+names and meta values print as text, whatever markup they hold)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from fuseopt.plan import Plan
+from fuseopt.report.escaping import shown
 
 
 def _loops(loops: tuple[tuple[str, int], ...]) -> str:
@@ -26,9 +27,9 @@ def human_bytes(n: int) -> str:
 def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = None) -> None:
     m = plan.metrics
     console.print(
-        f"[bold]{escape(plan.graph)}[/]: {m['kernels']} kernels, {human_bytes(m['bytes'])} moved "
+        f"[bold]{shown(plan.graph)}[/]: {m['kernels']} kernels, {human_bytes(m['bytes'])} moved "
         f"(unfused: {m['unfused_kernels']} kernels, {human_bytes(m['unfused_bytes'])}); "
-        f"scoring={plan.options.get('scoring')}, loop_order={plan.options.get('loop_order')}"
+        f"scoring={shown(plan.options.get('scoring'))}, loop_order={shown(plan.options.get('loop_order'))}"
     )
     inductor = (meta or {}).get("inductor")
     if isinstance(inductor, Mapping) and "kernels" in inductor:
@@ -36,19 +37,24 @@ def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = No
             "kernel_count", len(inductor["kernels"]) if isinstance(inductor["kernels"], list) else "?"
         )
         ib = inductor.get("num_bytes_accessed", "?")
-        console.print(f"Inductor: {ik} kernels, {ib} bytes; fuseopt: {m['kernels']}, {m['bytes']}")
+        console.print(
+            f"Inductor: {shown(ik)} kernels, {shown(ib)} bytes; fuseopt: {m['kernels']}, {m['bytes']}"
+        )
     t = Table(title="kernels", title_justify="left", show_lines=False)
     for col in ("kernel", "kind", "nodes", "loops", "reduce", "bytes"):
         t.add_column(col, overflow="fold")
     for k in plan.kernels:
-        t.add_row(k.name, k.kind, " ".join(k.nodes), _loops(k.loops), _loops(k.reduce), f"{k.bytes:,}")
+        t.add_row(
+            *map(shown, (k.name, k.kind, " ".join(k.nodes), _loops(k.loops), _loops(k.reduce))),
+            f"{k.bytes:,}",
+        )
     console.print(t)
     if plan.reorders:
         t = Table(title="loop transformations", title_justify="left")
         for col in ("node", "kind", "order", "detail"):
             t.add_column(col, overflow="fold")
         for r in plan.reorders:
-            t.add_row(r.node, r.kind, escape(str(list(r.order))), escape(r.detail))
+            t.add_row(shown(r.node), shown(r.kind), shown(list(r.order)), shown(r.detail))
         console.print(t)
     if plan.decisions:
         t = Table(title="decisions (in order)", title_justify="left")
@@ -56,12 +62,14 @@ def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = No
             t.add_column(col, overflow="fold")
         for d in plan.decisions:
             score = ", ".join(f"{k}={v}" for k, v in d.score.items())
-            t.add_row(str(d.step), str(d.round), f"{d.pair[0]} + {d.pair[1]}", d.kind, escape(score))
+            t.add_row(
+                str(d.step), str(d.round), shown(f"{d.pair[0]} + {d.pair[1]}"), shown(d.kind), shown(score)
+            )
         console.print(t)
     if plan.rejected:
         t = Table(title="not fused", title_justify="left")
         for col in ("pair", "reason", "detail"):
             t.add_column(col, overflow="fold")
         for rej in plan.rejected:
-            t.add_row(f"{rej.pair[0]} / {rej.pair[1]}", rej.reason, escape(rej.detail))
+            t.add_row(shown(f"{rej.pair[0]} / {rej.pair[1]}"), shown(rej.reason), shown(rej.detail))
         console.print(t)

@@ -18,6 +18,9 @@ from typing import Any
 
 import torch
 
+from fuseopt.interp.limits import DEFAULT_LIMITS, Limits, check_limits
+from fuseopt.ir.graph import Graph
+
 _TMP: Path | None = None
 
 
@@ -61,12 +64,18 @@ def run_module(
     *,
     poison: bool = False,
     intermediates: bool = False,
+    graph: Graph | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, torch.Tensor]:
     """Run a generated module's `call` on flat input storages; returns flat output storages.
 
     `poison=True` makes fresh buffers start as NaN (ints: their largest value) so that an element
-    no kernel writes shows up in a comparison.
+    no kernel writes shows up in a comparison. Given the `graph` the module was generated from,
+    a run over `limits` is refused before the module is imported (`call` allocates the buffers
+    the plan materialises, sized by the graph; `fuseopt.interp.limits`).
     """
+    if graph is not None:
+        check_limits(graph, limits)
     module = path_or_source if isinstance(path_or_source, ModuleType) else load_module(path_or_source)
     module_any: Any = module
     before = module_any.POISON
