@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from fuseopt.errors import InputError
 from fuseopt.io.load import load_text
-from fuseopt.ir.bounds import constraints, interval, linear_form, masked_interval
+from fuseopt.ir.bounds import constraints, index_magnitude, interval, linear_form, masked_interval
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Reduce, Unary, Var
+from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Reduce, Unary, Var, walk
 from fuseopt.ir.graph import ComputeNode
 from fuseopt.ir.parser import parse_expr_text
 from fuseopt.ir.typecheck import TypeChecker
@@ -142,12 +142,99 @@ def test_interval_is_sound(text: str) -> None:
     assert r[0] <= lo and hi <= r[1], (text, r, (lo, hi))
 
 
+def big_index_text() -> st.SearchStrategy[str]:
+    """index_text with literals up to 2**40: intermediates far past int32 (and past int64 in
+    products)."""
+    leaf = st.one_of(
+        st.sampled_from(sorted(RANGES)),
+        st.integers(-20, 20).map(lambda v: f"({v})"),
+        st.integers(-(2**40), 2**40).map(lambda v: f"({v})"),
+    )
+
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.tuples(inner, st.sampled_from(["+", "-", "*"]), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
+            st.tuples(inner, st.sampled_from(["//", "%"]), st.integers(1, 2**33)).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
+            st.tuples(st.sampled_from(["min", "max"]), inner, inner).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
+            inner.map(lambda s: f"-{s}"),
+        )
+
+    return st.recursive(leaf, extend, max_leaves=8)
+
+
+def intermediates(e: Expr, env: Mapping[str, int]) -> list[int]:
+    """Every value computing `e` produces at one point: each sub-expression's (the tree), and each
+    term and running sum of its linear form in the written order and reversed (the sums
+    generated code and the interpreter's index sums compute), recursively inside its atoms."""
+    out = [evaluate(n, env) for n in walk(e)]
+    for n in walk(e):
+        f = linear_form(n)
+        terms = [k * evaluate(a, env) for a, k in f.coeffs] + [f.const]
+        for order in (terms, terms[::-1]):
+            acc = 0
+            for t in order:
+                acc += t
+                out += [t, acc]
+    return out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(index_text(), big_index_text()))
+def test_index_magnitude_bounds_every_intermediate(text: str) -> None:
+    e = typed_index(text, RANGES)
+    m = index_magnitude(e, RANGES)
+    assert m is not None
+    worst = max(abs(v) for p in points(RANGES) for v in intermediates(e, p))
+    assert worst <= m, (text, worst, m)
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("(k + 2147483645) // 268435456", 2147483649),  # the sum, not the quotient
+        ("(2147483647 - k) % 4", 2147483647),  # signs apart: no partial sum past the constant
+        ("(i * 2147483648 + j) % 2147483648", 3 * 2**31 + 2),
+        ("2 * (k + 3) - 6", 14),
+        ("min(4*i, 100) * -3", 100),  # literals are values of the index dtype too
+    ],
+)
+def test_index_magnitude_examples(text: str, want: int) -> None:
+    assert index_magnitude(typed_index(text, RANGES), RANGES) == want
+
+
+def test_index_magnitude_of_loads_takes_their_range() -> None:
+    e = typed_index("ids[i] * 4 + 1", RANGES)
+    assert index_magnitude(e, RANGES) is None  # a load is unbounded without its range
+    assert index_magnitude(e, RANGES, lambda ld: (-(2**15), 2**15 - 1)) == 4 * 2**15
+    assert index_magnitude(e, RANGES, lambda ld: (0, 9)) == 37
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("(i * 2147483649) % 2147483648", (0, 3)),  # coefficients reduced modulo the divisor
+        ("(i * 4294967296 + j + 17179869184) // 4294967296", (4, 7)),  # multiples peeled off
+        ("(7 - k) % 8", (3, 7)),  # one period: exact, where reducing -1 to 7 would not be
+        ("(i * 6 + 2*j) % 3", (0, 2)),
+    ],
+)
+def test_divisions_peel_multiples_of_the_divisor(text: str, want: tuple[int, int]) -> None:
+    e = typed_index(text, RANGES)
+    assert interval(e, RANGES) == want
+    lo, hi = brute(e, RANGES)
+    assert want[0] <= lo and hi <= want[1]
+
+
 @pytest.mark.parametrize(
     ("text", "want"),
     [
         ("i // 2", (0, 1)),
         ("(4*i + j) // 4", (0, 3)),
-        ("(4*i + j) % 4", (0, 3)),
+        ("(4*i + j) % 4", (0, 2)),  # the multiple of 4 peeled off: j % 4, exact
         ("(j + 4) % 8", (4, 6)),  # one period: exact
         ("min(i + 1, 3)", (1, 3)),
         ("max(i - 1, 0)", (0, 2)),

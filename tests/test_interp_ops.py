@@ -7,9 +7,11 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fuseopt.interp import InterpError, logical_view, run_graph
-from fuseopt.interp.ops import BINARY, LIBRARY, REDUCE, UNARY, lookup
+from fuseopt.interp.ops import BINARY, EXACT_INDEX, INT64_MAX, INT64_MIN, LIBRARY, REDUCE, UNARY, lookup
 from fuseopt.ir.build import LIBRARY_OPS
 from fuseopt.ir.expr import (
     ARITH_OPS,
@@ -208,3 +210,41 @@ def test_an_op_missing_from_the_table_is_named_at_run_time(monkeypatch: pytest.M
     monkeypatch.delitem(UNARY, "erf")
     with pytest.raises(InterpError, match="node 'n0': .*no unary op 'erf'"):
         run_graph(g)
+
+
+# -- exact index arithmetic ------------------------------------------------------------------------
+_INT64 = st.integers(INT64_MIN, INT64_MAX)
+_NEAR = st.sampled_from(
+    [INT64_MIN, INT64_MIN + 1, -(2**62), -3, -1, 0, 1, 2, 3, 2**31, 2**62, INT64_MAX - 1, INT64_MAX]
+)
+_PY: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "minimum": min,
+    "maximum": max,
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(sorted(_PY)), st.lists(st.tuples(_INT64 | _NEAR, _INT64 | _NEAR), min_size=1, max_size=16)
+)
+def test_exact_index_ops_flag_exactly_the_overflowing_lanes(op: str, pairs: list[tuple[int, int]]) -> None:
+    """The interpreter's checked index arithmetic: the wrapped result where it fits, and a flag
+    on exactly the lanes whose true (Python) result leaves int64."""
+    a = torch.tensor([p[0] for p in pairs], dtype=torch.int64)
+    b = torch.tensor([p[1] for p in pairs], dtype=torch.int64)
+    r, bad = EXACT_INDEX[op](a, b)
+    exact = [_PY[op](x, y) for x, y in pairs]
+    want_bad = [not INT64_MIN <= v <= INT64_MAX for v in exact]
+    assert (bad.tolist() if bad is not None else [False] * len(pairs)) == want_bad
+    assert [v for v, f in zip(r.tolist(), want_bad, strict=True) if not f] == [
+        v for v in exact if INT64_MIN <= v <= INT64_MAX
+    ]
+
+
+def test_exact_index_table_covers_the_index_operators() -> None:
+    from fuseopt.ir.typecheck import INDEX_BINARY
+
+    assert set(EXACT_INDEX) == set(INDEX_BINARY)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fuseopt.errors import Diagnostic, FuseoptError
-from fuseopt.ir.dtypes import DType
+from fuseopt.ir.dtypes import INT_BOUNDS, DType
 
 
 class CodegenError(FuseoptError):
@@ -35,14 +35,7 @@ TL_DTYPE: dict[DType, str] = {
 TORCH_DTYPE: dict[DType, str] = {d: f"torch.{d.value}" for d in DType}
 
 # Integer ranges, for identities of max/min reductions and for wrapping literals into a dtype.
-INT_RANGE: dict[DType, tuple[int, int]] = {
-    DType.int8: (-(2**7), 2**7 - 1),
-    DType.int16: (-(2**15), 2**15 - 1),
-    DType.int32: (-(2**31), 2**31 - 1),
-    DType.int64: (-(2**63), 2**63 - 1),
-    DType.uint8: (0, 2**8 - 1),
-    DType.bool: (0, 1),
-}
+INT_RANGE = INT_BOUNDS
 INT32_MAX = 2**31 - 1
 
 

@@ -183,7 +183,7 @@ def _merge_digits(terms: dict[Digit, int], extents: Mapping[str, int]) -> dict[D
             if d1.mod is None:
                 continue
             for d2, k2 in out.items():
-                if d2.base == d1.base and d2.div == d1.div * d1.mod and k2 == k1 * d1.mod:
+                if d2 != d1 and d2.base == d1.base and d2.div == d1.div * d1.mod and k2 == k1 * d1.mod:
                     new = normal_digit(
                         Digit(d1.base, d1.div, None if d2.mod is None else d1.mod * d2.mod), extents
                     )

@@ -76,8 +76,10 @@ BINARY_RULES: dict[str, OpRule] = {
     "sub": _same("{a} - {b}"),
     "mul": _same("{a} * {b}", bool_="{a} & {b}"),
     "truediv": OpRule("{a} / {b}", None, None),
-    "floordiv": OpRule("_floordiv_float({a}, {b})", "_floordiv_int({a}, {b})", None),
-    "mod": OpRule("_remainder({a}, {b})", "_remainder({a}, {b})", None),
+    # Integer divisors known only at run time: a zero divisor (torch raises; the reference fails
+    # first) and -1 (INT_MIN // -1 overflows) never reach a hardware division (see the helpers).
+    "floordiv": OpRule("_floordiv_float({a}, {b})", "_int_floordiv({a}, {b})", None),
+    "mod": OpRule("_remainder({a}, {b})", "_int_remainder({a}, {b})", None),
     "lt": _same("{a} < {b}", bool_="{a} < {b}"),
     "le": _same("{a} <= {b}", bool_="{a} <= {b}"),
     "gt": _same("{a} > {b}", bool_="{a} > {b}"),
@@ -91,7 +93,16 @@ BINARY_RULES: dict[str, OpRule] = {
     "pow": OpRule("_pow({a}, {b})", "_ipow({a}, {b})", None),
     "atan2": OpRule("_atan2({a}, {b})", None, None),
     # Triton's % is C's fmod (sign of the dividend) for ints and floats alike: torch.fmod.
-    "fmod": OpRule("{a} % {b}", "{a} % {b}", None),
+    "fmod": OpRule("{a} % {b}", "_int_fmod({a}, {b})", None),
+}
+
+# Integer //, % and fmod by a literal divisor that is neither 0 (validation rejects it) nor -1 in
+# the operands' dtype: Triton's truncating operators corrected to torch's floor where the signs
+# call for it, without the guards a run-time divisor needs.
+INT_DIV_BY_LITERAL: dict[str, str] = {
+    "floordiv": "_floordiv_int({a}, {b})",
+    "mod": "_remainder({a}, {b})",
+    "fmod": "{a} % {b}",
 }
 
 # pow with a literal exponent: exact and fast spellings (torch computes these exactly too).
@@ -332,6 +343,53 @@ def _floordiv_int(a, b):
     return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
 """
     ),
+    "_int_floordiv": Helper(
+        """\
+@triton.jit
+def _int_floordiv(a, b):
+    # torch's floor division of integers by a divisor known at run time. Triton's // truncates
+    # toward zero. A zero divisor (torch raises ZeroDivisionError, and so does the reference)
+    # divides by 1 here, and -1 negates (INT_MIN // -1 wraps to INT_MIN, as in torch), so that
+    # no lane runs a division the hardware leaves undefined.
+    a, b = tl.broadcast(a, b)
+    if b.dtype.is_int_signed():
+        minus_one = b == -1
+        d = tl.where((b == 0) | minus_one, tl.full(b.shape, 1, b.dtype), b)
+        q = a // d
+        q = tl.where(((a % d) != 0) & ((a < 0) != (d < 0)), q - 1, q)
+        return tl.where(minus_one, -a, q)
+    else:
+        return a // tl.where(b == 0, tl.full(b.shape, 1, b.dtype), b)
+"""
+    ),
+    "_int_remainder": Helper(
+        """\
+@triton.jit
+def _int_remainder(a, b):
+    # Python/torch remainder of integers (the divisor's sign) by a divisor known at run time; a
+    # zero divisor reads as 1 and -1 gives 0 (INT_MIN % -1 would overflow), see _int_floordiv.
+    a, b = tl.broadcast(a, b)
+    if b.dtype.is_int_signed():
+        d = tl.where((b == 0) | (b == -1), tl.full(b.shape, 1, b.dtype), b)
+        r = a % d
+        return tl.where((r != 0) & ((r < 0) != (d < 0)), r + d, r)
+    else:
+        return a % tl.where(b == 0, tl.full(b.shape, 1, b.dtype), b)
+"""
+    ),
+    "_int_fmod": Helper(
+        """\
+@triton.jit
+def _int_fmod(a, b):
+    # C's remainder (the dividend's sign: Triton's %) by a divisor known at run time; a zero
+    # divisor reads as 1 and -1 gives 0, see _int_floordiv.
+    a, b = tl.broadcast(a, b)
+    if b.dtype.is_int_signed():
+        return a % tl.where((b == 0) | (b == -1), tl.full(b.shape, 1, b.dtype), b)
+    else:
+        return a % tl.where(b == 0, tl.full(b.shape, 1, b.dtype), b)
+"""
+    ),
     "_floordiv_float": Helper(
         """\
 @triton.jit
@@ -466,15 +524,21 @@ def _pow(a, b):
         """\
 @triton.jit
 def _ipow(a, b):
-    # Integer power by squaring (wraps like torch's integer pow); b >= 0.
+    # Integer power by squaring, wrapping like torch's integer pow. A negative exponent (signed
+    # dtypes) gives 0, except for the bases 1 (1) and -1 (-1 for an odd exponent, else 1), as
+    # torch computes it.
     a, b = tl.broadcast(a, b)
-    r = tl.zeros_like(a) + 1
+    one = tl.zeros_like(a) + 1
+    r = one
     base = a
     e = b
     for _ in range(64):
         r = tl.where((e & 1) != 0, r * base, r)
         base = base * base
         e = e >> 1
+    if b.dtype.is_int_signed():
+        unit = tl.where(a == 1, one, tl.where(a == -1, tl.where((b & 1) != 0, -one, one), one - one))
+        r = tl.where(b < 0, unit, r)
     return r
 """
     ),

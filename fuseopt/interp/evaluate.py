@@ -16,8 +16,20 @@ from typing import Any
 import torch
 
 from fuseopt.interp.errors import InterpError
-from fuseopt.interp.ops import BINARY, INT_DIVISIONS, TORCH_DTYPE, UNARY, lookup
+from fuseopt.interp.ops import (
+    BINARY,
+    EXACT_INDEX,
+    INDEX_RANGE,
+    INT64_MAX,
+    INT64_MIN,
+    INT_DIVISIONS,
+    TORCH_DTYPE,
+    UNARY,
+    int_range,
+    lookup,
+)
 from fuseopt.interp.plan import NodePlan, plan_for
+from fuseopt.ir.bounds import index_magnitude
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
 from fuseopt.ir.expr import (
     Binary,
@@ -127,6 +139,7 @@ class Evaluator:
         self.plan = plan
         self.vars = box.variables(storages[node.output].device)
         self._cache: dict[tuple[Expr, int], Tensor] = {}
+        self._overflow: dict[int, bool] = {}  # index (by id) -> may an intermediate leave int64
         self._scopes = 0
         self.root = _Scope(None, 0)
 
@@ -168,7 +181,14 @@ class Evaluator:
         return self.vars[e.name]
 
     def index(self, e: Expr, scope: _Scope) -> Tensor:
-        """An index expression (int64), summed from its smallest terms to its largest."""
+        """An index expression in exact int64, summed from its smallest terms to its largest.
+
+        An index some intermediate of which may leave int64 (by its static bound, loads at their
+        dtype's range) is computed as a tree instead, each operation that its operands' actual
+        ranges do not keep in int64 checked lane by lane: an overflow is a located error, never a
+        wrapped index."""
+        if self._may_overflow(e):
+            return self._exact(e, e, scope)[0]
         split = self.plan.sums.get(id(e))
         if split is None or len(split.terms) < 2:
             return self.operand(e, torch.int64, scope)
@@ -178,6 +198,74 @@ class Evaluator:
         for p in parts[1:]:
             acc = acc + p
         return acc.to(torch.int64)
+
+    def _may_overflow(self, e: Expr) -> bool:
+        """Whether some intermediate of the index `e` can leave int64 (`bounds.index_magnitude`
+        over the node's box, each load at its storage dtype's range); memoised per tree."""
+        hit = self._overflow.get(id(e))
+        if hit is None:
+            m = index_magnitude(e, self.node.var_sizes, self._load_range)
+            hit = self._overflow[id(e)] = m is None or m > INT64_MAX
+        return hit
+
+    def _load_range(self, ld: Load) -> tuple[int, int]:
+        return int_range(self.storages[ld.buffer].dtype)
+
+    def _exact(self, e: Expr, root: Expr, scope: _Scope) -> tuple[Tensor, int, int]:
+        """`e` (a sub-tree of the index `root`) in int64, with bounds on its values: operands'
+        actual ranges (a load's by its values) decide where an operation cannot overflow; the rest
+        are checked lane by lane, where the scope's mask holds."""
+        if isinstance(e, Const):
+            return scalar(e.value, torch.int64), int(e.value), int(e.value)
+        if isinstance(e, Var):
+            d = self.box.names.index(e.name)
+            return self.vars[e.name], self.box.starts[d], self.box.stops[d] - 1
+        if isinstance(e, Load):
+            t = self.value(e, scope).to(torch.int64)
+            if t.numel() == 0:
+                return t, 0, 0
+            least, most = torch.aminmax(t)
+            return t, int(least), int(most)
+        if isinstance(e, IndexValue):
+            return self._exact(e.index, root, scope)
+        if isinstance(e, Unary) and e.op == "neg":
+            x, lo, hi = self._exact(e.x, root, scope)
+            if lo == INT64_MIN:
+                self._overflowed(x == INT64_MIN, e, root, scope)
+            return -x, -hi, -lo
+        if isinstance(e, Binary) and e.op in EXACT_INDEX:
+            a, alo, ahi = self._exact(e.a, root, scope)
+            b, blo, bhi = self._exact(e.b, root, scope)
+            lo, hi = INDEX_RANGE[e.op]((alo, ahi), (blo, bhi))
+            if lo >= INT64_MIN and hi <= INT64_MAX:  # no lane can overflow: plain arithmetic
+                return BINARY[e.op](a, b), lo, hi
+            r, bad = EXACT_INDEX[e.op](a, b)
+            if bad is not None:
+                self._overflowed(bad, e, root, scope)
+            # checked where the mask holds; a masked-off lane may hold any wrapped value
+            wrapped = scope.mask is not None or bad is None
+            return r, INT64_MIN if wrapped else lo, INT64_MAX if wrapped else hi
+        raise self.error(f"no exact rule for {to_text(e)} in the index {to_text(root)}")
+
+    def _overflowed(self, bad: Tensor, e: Expr, root: Expr, scope: _Scope) -> None:
+        if scope.mask is not None:
+            bad = bad & scope.mask
+        if not bool(bad.any()):
+            return
+        raise self.error(
+            f"the index {to_text(root)} overflows int64 in {to_text(e)} {self._point_of(bad)}; fuseopt "
+            "computes indices exactly and does not wrap them",
+            code="overflow",
+        )
+
+    def _point_of(self, bad: Tensor) -> str:
+        """'at the point (i0=3, ...)': the first true element of `bad` (which broadcasts against
+        the box)."""
+        if self.box.names:
+            first = torch.nonzero(bad.broadcast_to(self.box.shape))
+            if len(first):
+                return f"at the point ({self.box.describe(first[0].tolist())})"
+        return "at every point"
 
     def _index(self, e: IndexValue, scope: _Scope) -> Tensor:
         return self.index(e.index, scope)
@@ -229,8 +317,24 @@ class Evaluator:
         dtype = compute_torch_dtype(op_dtype)
         a = self.operand(e.a, dtype, scope)
         b = self.operand(e.b, dtype, scope)
-        if e.op in INT_DIVISIONS and scope.mask is not None and not dtype.is_floating_point:
-            b = torch.where(scope.mask, b, scalar(1, dtype))
+        if e.op in INT_DIVISIONS and not dtype.is_floating_point and not isinstance(e.b, Const):
+            # Only lanes where the enclosing conditions hold divide (torch raises on a zero
+            # divisor); a literal divisor is never zero (the type checker rejects one), and
+            # rewriting it would change what masked-off lanes compute, indices included.
+            if scope.mask is not None:
+                b = torch.where(scope.mask, b, scalar(1, dtype))
+            zero = b == 0
+            if bool(zero.any()):
+                raise self.error(
+                    f"integer division by zero in {to_text(e)} {self._point_of(zero)} (torch raises "
+                    "ZeroDivisionError; generated code gives an unspecified value)",
+                    code="zero-division",
+                )
+        if e.op == "pow" and dtype == torch.bool:
+            # pow(b, true) is b and pow(b, false) is 1 (torch's scalar-exponent shortcuts; the
+            # type checker admits no other pow of bools).
+            assert isinstance(e.b, Const)
+            return a if e.b.value else torch.ones_like(a)
         return self.call(fn, e, a, b)
 
     def _reduce(self, e: Reduce, scope: _Scope) -> Tensor:

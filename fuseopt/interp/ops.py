@@ -85,9 +85,68 @@ BINARY: dict[str, BinaryFn] = {
     "atan2": torch.atan2,
     "fmod": torch.fmod,  # sign of the dividend (C's fmod)
 }
-# Integer division-like ops: under a mask their divisor is replaced by 1 where the mask is off, so
-# that a masked-off lane cannot raise ZeroDivisionError (only the lanes where cond holds count).
+# Integer division-like ops: a zero divisor is a run-time error (torch raises ZeroDivisionError);
+# under a mask the divisor is 1 where the mask is off, so that only the lanes where the enclosing
+# conditions hold count.
 INT_DIVISIONS = frozenset({"floordiv", "mod", "fmod"})
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def int_range(dtype: torch.dtype) -> tuple[int, int]:
+    """The values an integer (or bool) storage of `dtype` can hold."""
+    if dtype == torch.bool:
+        return 0, 1
+    info = torch.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _checked_add(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor | None]:
+    r = a + b
+    return r, ((a ^ r) & (b ^ r)) < 0  # both operands' signs differ from the (wrapped) sum's
+
+
+def _checked_sub(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor | None]:
+    r = a - b
+    return r, ((a ^ b) & (a ^ r)) < 0
+
+
+def _checked_mul(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor | None]:
+    r = a * b
+    nonzero = a != 0
+    back = torch.floor_divide(r, torch.where(nonzero, a, 1))
+    return r, (nonzero & (back != b)) | ((a == -1) & (b == INT64_MIN))
+
+
+def _products(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    ps = [x * y for x in a for y in b]
+    return min(ps), max(ps)
+
+
+# The exact range of an index operation's result from its operands' ranges (Python integers;
+# `//` and `%` are by a positive literal, b = (c, c)).
+INDEX_RANGE: dict[str, Callable[[tuple[int, int], tuple[int, int]], tuple[int, int]]] = {
+    "add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    "sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    "mul": _products,
+    "floordiv": lambda a, b: (a[0] // b[0], a[1] // b[0]),
+    "mod": lambda a, b: (a[0] % b[0], a[1] % b[0]) if a[0] // b[0] == a[1] // b[0] else (0, b[0] - 1),
+    "minimum": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    "maximum": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+}
+
+# Index arithmetic in int64 with overflow flags (None: cannot overflow): the interpreter computes
+# an index this way where its operands' ranges do not rule an overflow out (`Evaluator._exact`).
+# `//` and `%` in an index are by positive literals.
+EXACT_INDEX: dict[str, Callable[[Tensor, Tensor], tuple[Tensor, Tensor | None]]] = {
+    "add": _checked_add,
+    "sub": _checked_sub,
+    "mul": _checked_mul,
+    "floordiv": lambda a, b: (torch.floor_divide(a, b), None),
+    "mod": lambda a, b: (torch.remainder(a, b), None),
+    "minimum": lambda a, b: (torch.minimum(a, b), None),
+    "maximum": lambda a, b: (torch.maximum(a, b), None),
+}
 
 
 def _argbest(fn: Callable[..., Tensor]) -> ReduceFn:

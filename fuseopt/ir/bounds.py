@@ -6,7 +6,12 @@ variables are independent over the box, so the range of an affine form is exact.
 checked under its condition: each conjunct `L cmp k` with linear L bounds L, and the load's index
 is bounded by peeling multiples of those L off it (sound, as every piece is bounded). What cannot
 be bounded statically (indirect indices, unpeelable masked loads) is left to the interpreter's
-run-time check.
+run-time check. `//` and `%` by a constant peel the multiples of the divisor off their numerator
+first (`(c*k*i + r) % c` is `r % c`), so that big terms that cancel keep exact bounds.
+
+`index_magnitude` bounds every intermediate value of an index as it is computed (by the
+interpreter, or by generated code in its index dtype): what decides whether int32 arithmetic is
+enough, and whether int64 arithmetic could overflow.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from fuseopt.ir.expr import (
     Unary,
     Var,
     Where,
+    to_text,
     transform,
 )
 from fuseopt.ir.graph import BufferInfo, ComputeNode
@@ -124,19 +130,28 @@ _UNTYPED: dict[type, Callable[[Any, tuple[Expr, ...]], Expr]] = {
 }
 
 
-def interval(e: Expr, ranges: Mapping[str, int]) -> Interval | None:
-    """Sound [lo, hi] of an integer expression with each var v in [0, ranges[v]-1]; None if unknown."""
-    return _linear_interval(linear_form(e), ranges)
+LoadBounds = Callable[[Load], Interval | None]
+
+
+def interval(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None = None) -> Interval | None:
+    """Sound [lo, hi] of an integer expression with each var v in [0, ranges[v]-1]; None if unknown.
+
+    `loads`, when given, bounds the value of a load (indirect indexing: the dtype range of the
+    buffer it reads, say); without it a load is unknown statically."""
+    return _linear_interval(linear_form(e), ranges, loads=loads)
 
 
 def _linear_interval(
-    f: Linear, ranges: Mapping[str, int], refined: Mapping[Atom, Interval] | None = None
+    f: Linear,
+    ranges: Mapping[str, int],
+    refined: Mapping[Atom, Interval] | None = None,
+    loads: LoadBounds | None = None,
 ) -> Interval | None:
     lo = hi = f.const
     for atom, k in f.coeffs:
         r = refined.get(atom) if refined else None
         if r is None:
-            r = _atom_interval(atom, ranges)
+            r = _atom_interval(atom, ranges, loads)
         if r is None:
             return None
         a, b = k * r[0], k * r[1]
@@ -145,25 +160,50 @@ def _linear_interval(
     return lo, hi
 
 
-def _atom_interval(e: Expr, ranges: Mapping[str, int]) -> Interval | None:
+def _divisor(e: Binary) -> int | None:
+    """The divisor of `a // c` or `a % c` by a positive integer literal, else None."""
+    if e.op in ("floordiv", "mod") and type(e.b) is Const and type(e.b.value) is int and e.b.value > 0:
+        return e.b.value
+    return None
+
+
+def _peel(f: Linear, c: int, *, reduce: bool = False) -> tuple[Linear, Linear]:
+    """f as c*q + r, exactly: q takes every term that is a multiple of c (with `reduce`, the
+    multiple of c in every coefficient) and the multiple of c in the constant, r the rest. Then
+    `f // c` is `q + r // c` and `f % c` is `r % c`, whatever the values of the atoms."""
+    q = [(a, k // c) for a, k in f.coeffs if reduce or k % c == 0]
+    r = [(a, k % c if reduce else k) for a, k in f.coeffs if k % c != 0]
+    return Linear(tuple(t for t in q if t[1]), f.const // c), Linear(tuple(r), f.const % c)
+
+
+def _mod_interval(r: Interval | None, c: int) -> Interval:
+    if r is not None and r[0] // c == r[1] // c:
+        return r[0] % c, r[1] % c
+    return 0, c - 1
+
+
+def _atom_interval(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None = None) -> Interval | None:
     if isinstance(e, Var):
         n = ranges.get(e.name)
         return None if n is None else (0, n - 1)
     if isinstance(e, Binary):
-        if (
-            e.op in ("floordiv", "mod")
-            and isinstance(e.b, Const)
-            and isinstance(e.b.value, int)
-            and e.b.value > 0
-        ):
-            c = e.b.value
-            r = interval(e.a, ranges)
-            if e.op == "floordiv":
-                return None if r is None else (r[0] // c, r[1] // c)
-            if r is not None and r[0] // c == r[1] // c:
-                return r[0] % c, r[1] % c
-            return 0, c - 1
-        ra, rb = interval(e.a, ranges), interval(e.b, ranges)
+        c = _divisor(e)
+        if c is not None:
+            f = linear_form(e.a)
+            q, rest = _peel(f, c)
+            r = _linear_interval(rest, ranges, loads=loads)
+            if e.op == "mod":
+                a = _mod_interval(r, c)
+                if all(0 <= k < c for _, k in rest.coeffs):
+                    return a
+                # coefficients reduced modulo c too: both readings are sound, take the tighter
+                b = _mod_interval(_linear_interval(_peel(f, c, reduce=True)[1], ranges, loads=loads), c)
+                return max(a[0], b[0]), min(a[1], b[1])
+            rq = _linear_interval(q, ranges, loads=loads)
+            if r is None or rq is None:
+                return None
+            return rq[0] + r[0] // c, rq[1] + r[1] // c
+        ra, rb = interval(e.a, ranges, loads), interval(e.b, ranges, loads)
         if ra is None or rb is None:
             return None
         if e.op == "minimum":
@@ -173,7 +213,104 @@ def _atom_interval(e: Expr, ranges: Mapping[str, int]) -> Interval | None:
         if e.op == "mul":
             ps = [x * y for x in ra for y in rb]
             return min(ps), max(ps)
+        return None
+    if isinstance(e, IndexValue):
+        return interval(e.index, ranges, loads)
+    if isinstance(e, Load) and loads is not None:
+        return loads(e)
     return None  # loads (indirect indexing) and anything else: unknown statically
+
+
+# -- intermediates --------------------------------------------------------------------------------
+def index_magnitude(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None = None) -> int | None:
+    """The largest |value| of any intermediate of computing the integer expression `e` over the
+    box (each var v in [0, ranges[v]-1], each load within `loads`), or None if some part is
+    unbounded.
+
+    It covers both ways fuseopt computes an index: as the written tree (every sub-expression's
+    value), and as its linear form (`const + sum(k * atom)`, summed in any order, each non-linear
+    atom's operands computed the same way), which is what generated code and the interpreter's
+    index sums do. A sum of terms t_i in [lo_i, hi_i] has every partial sum, in any order, in
+    [sum(min(0, lo_i)), sum(max(0, hi_i))]; `//`, `%`, min, max and products of non-constants
+    bound their own value by `interval` and their operands recursively; a load's index counts
+    too (it is computed in the same kernel).
+    """
+    try:
+        neg, pos, inner = _magnitudes(e, ranges, loads)
+    except _Unbounded:
+        return None
+    return max(-neg, pos, inner)
+
+
+def indirect_bounds(
+    index: Expr, size: int, ranges: Mapping[str, int], loads: LoadBounds | None = None
+) -> dict[str, Interval]:
+    """What a valid run tells about the value of a load that is a term of an index into a storage
+    of `size` elements: the index is in [0, size - 1] wherever the access happens (the reference
+    checks it), so in `table[8*ids[i] + j]` ids[i] is in [ceil(-max(j) / 8), floor((size - 1) / 8)].
+    By the load's text; only for an index whose linear form has exactly one load atom (the rest
+    bounded by `interval`, other loads by `loads`); empty otherwise."""
+    f = linear_form(index)
+    terms = [(a, k) for a, k in f.coeffs if isinstance(a, Load)]
+    if len(terms) != 1:
+        return {}
+    atom, k = terms[0]
+    rest = _linear_interval(
+        Linear(tuple(t for t in f.coeffs if t[0] is not atom), f.const), ranges, loads=loads
+    )
+    if rest is None:
+        return {}
+    lo, hi = -rest[1], size - 1 - rest[0]  # k * value lies in [lo, hi]
+    if k < 0:
+        lo, hi, k = -hi, -lo, -k
+    return {to_text(atom): (-(-lo // k), hi // k)}
+
+
+class _Unbounded(Exception):
+    pass
+
+
+def _known(r: Interval | None) -> Interval:
+    if r is None:
+        raise _Unbounded
+    return r
+
+
+def _magnitudes(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None) -> tuple[int, int, int]:
+    """(neg, pos, m): `e` read as a sum of terms, every partial sum of them lies in [neg, pos]
+    (neg <= 0 <= pos); m bounds |v| of every intermediate inside its non-linear atoms."""
+    if isinstance(e, Const) and type(e.value) is int:
+        return min(0, e.value), max(0, e.value), 0
+    if isinstance(e, Var):
+        return 0, _known(_atom_interval(e, ranges))[1], 0
+    if isinstance(e, Unary) and e.op == "neg":
+        neg, pos, m = _magnitudes(e.x, ranges, loads)
+        return -pos, -neg, m
+    if isinstance(e, IndexValue):
+        return _magnitudes(e.index, ranges, loads)
+    if isinstance(e, Binary):
+        if e.op in ("add", "sub"):
+            na, pa, ma = _magnitudes(e.a, ranges, loads)
+            nb, pb, mb = _magnitudes(e.b, ranges, loads)
+            if e.op == "sub":
+                nb, pb = -pb, -nb
+            return na + nb, pa + pb, max(ma, mb)
+        k, x = (e.a, e.b) if isinstance(e.a, Const) else (e.b, e.a)
+        if e.op == "mul" and isinstance(k, Const) and type(k.value) is int:
+            nx, px, mx = _magnitudes(x, ranges, loads)
+            c = k.value
+            lo, hi = (c * nx, c * px) if c >= 0 else (c * px, c * nx)
+            return lo, hi, max(mx, -nx, px, abs(c))  # the literal is a value of the index dtype too
+        if e.op in ("floordiv", "mod", "mul", "minimum", "maximum"):
+            na, pa, ma = _magnitudes(e.a, ranges, loads)
+            nb, pb, mb = _magnitudes(e.b, ranges, loads)
+            lo, hi = _known(_atom_interval(e, ranges, loads))
+            return min(0, lo), max(0, hi), max(ma, -na, pa, mb, -nb, pb)
+    if isinstance(e, Load):
+        ni, pi, mi = _magnitudes(e.index, ranges, loads)
+        lo, hi = _known(_atom_interval(e, ranges, loads))
+        return min(0, lo), max(0, hi), max(mi, -ni, pi)
+    raise _Unbounded
 
 
 # -- conditions ------------------------------------------------------------------------------

@@ -48,6 +48,26 @@ ITEMSIZE: dict[DType, int] = {
     DType.uint8: 1,
     DType.bool: 1,
 }
+# The values an integer (or bool) dtype holds; integer arithmetic wraps into them, as in torch.
+INT_BOUNDS: dict[DType, tuple[int, int]] = {
+    DType.int8: (-(2**7), 2**7 - 1),
+    DType.int16: (-(2**15), 2**15 - 1),
+    DType.int32: (-(2**31), 2**31 - 1),
+    DType.int64: (-(2**63), 2**63 - 1),
+    DType.uint8: (0, 2**8 - 1),
+    DType.bool: (0, 1),
+}
+
+
+def wrap(v: int, d: DType) -> int:
+    """An integer literal as a value of the integer dtype `d`: two's-complement wrap, which is how
+    torch converts a Python scalar operand (`int8_tensor // 256` divides by 0)."""
+    if d == DType.bool:
+        return int(v != 0)
+    lo, hi = INT_BOUNDS[d]
+    return (v - lo) % (hi - lo + 1) + lo
+
+
 FLOATS = frozenset({DType.float32, DType.float16, DType.bfloat16, DType.float64})
 INTS = frozenset({DType.int8, DType.int16, DType.int32, DType.int64, DType.uint8})
 DTYPE_NAMES = frozenset(d.value for d in DType)

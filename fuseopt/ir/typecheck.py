@@ -2,6 +2,9 @@
 
 Dtypes follow torch's promotion (`fuseopt.ir.dtypes.promote`) with literals weak. The result of
 each rule is a table entry keyed by op name; an op missing from the tables is a bug, not input.
+What torch rejects for dtypes or literals alone (arithmetic on bools, an integer division by a
+literal zero, an integer power to a negative literal) is a located type error here, so that
+validation and every later stage agree.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fuseopt.errors import ExprError
-from fuseopt.ir.dtypes import DType, promote
+from fuseopt.ir.dtypes import INT_BOUNDS, DType, promote, wrap
 from fuseopt.ir.expr import (
     ARITH_OPS,
     BINARY_FUNCS,
@@ -26,6 +29,7 @@ from fuseopt.ir.expr import (
     Unary,
     Var,
     Where,
+    to_text,
 )
 
 # Unary functions by result rule: "float" -> floating (ints promote to float32), "same" -> operand
@@ -56,6 +60,21 @@ REDUCTION_RESULT: dict[str, str] = {
     "argmin": "int64",
     "any": "bool",
 }
+# Ops torch rejects on bool values. "operand": a bool operand, tensor or literal (`-b`, `b - c`,
+# `x - true`; torch: negation and subtraction never take a bool; abs, relu and rounding are not
+# implemented for it); "promoted": operands that promote to bool (`b // c`; a bool with an integer
+# or float operand computes in that dtype, `b // 2` is int64). `sign`, `~`, `+`, `*`, comparisons,
+# min/max and the float functions take bools.
+BOOL_REJECTED: dict[str, str] = {
+    **dict.fromkeys(("neg", "sub", "abs", "relu", "floor", "ceil", "round", "trunc"), "operand"),
+    **dict.fromkeys(("floordiv", "mod", "fmod", "pow"), "promoted"),
+}
+# Integer quotients: a literal divisor that is 0 in the operands' dtype is an error torch raises at
+# the call, and the checker knows the literal, so it is a validation error (a divisor that is 0 at
+# run time: the reference raises, see docs/format.md); pow's literal exponents likewise.
+INT_DIVISIONS = frozenset({"floordiv", "mod", "fmod"})
+_SYMBOL = {"neg": "unary '-'", "sub": "'-'", "floordiv": "'//'", "mod": "'%'"}
+
 # Operators allowed inside index expressions (integer arithmetic only).
 INDEX_BINARY = frozenset({"add", "sub", "mul", "floordiv", "mod", "minimum", "maximum"})
 
@@ -159,6 +178,10 @@ class TypeChecker:
             rule = BINARY_RESULT[e.op]
             if e.op in LOGIC_OPS and p.is_float:
                 raise self.error(f"'{'&' if e.op == 'and' else '|'}' needs bool or integer operands", e)
+            if e.op in BOOL_REJECTED:
+                self.check_bool_binary(e, a, b, aw, p)
+            if type(b) is Const and p in INT_BOUNDS:
+                self.check_int_literal(e, b, p)
             out = (
                 p
                 if rule == "promote"
@@ -180,6 +203,8 @@ class TypeChecker:
             rule = UNARY_RESULT[e.op]
             if e.op == "not" and x.dtype.is_float:
                 raise self.error("'~' needs a bool or integer operand", e)
+            if x.dtype == DType.bool and e.op in BOOL_REJECTED:
+                raise self.error(self.bool_message(e.op), e)
             if rule == "float":
                 out = x.dtype if x.dtype.is_float else DType.float32
             else:
@@ -220,6 +245,49 @@ class TypeChecker:
                 out = DType(rule)
             return Reduce(e.op, x, span=e.span, dtype=out), False
         raise self.error(f"unsupported expression {type(e).__name__}", e)
+
+    # -- what torch rejects ----------------------------------------------------------------------
+    def bool_message(self, op: str) -> str:
+        what = _SYMBOL.get(op, op)
+        hint = {
+            "neg": "; use '~' to invert a mask",
+            "sub": "; use '~' to invert a mask, or cast() the operands to an integer dtype",
+        }.get(op, "; cast() the operand to an integer dtype first")
+        return f"{what} is not defined on bool values (torch rejects it){hint}"
+
+    def check_bool_binary(self, e: Binary, a: Expr, b: Expr, a_weak: bool, p: DType) -> None:
+        if BOOL_REJECTED[e.op] == "operand":
+            bad = DType.bool in (a.dtype, b.dtype)
+        else:
+            bad = p == DType.bool
+            if e.op == "pow" and bad and isinstance(b, Const) and not a_weak:
+                bad = False  # pow(b, true) is b, pow(b, false) is 1: torch's scalar exponents
+        if bad:
+            raise self.error(self.bool_message(e.op), e)
+
+    def check_int_literal(self, e: Binary, b: Const, p: DType) -> None:
+        """Integer ops that torch rejects for the value of a literal second operand."""
+        if p == DType.bool or type(b.value) not in (int, bool):
+            return
+        v = int(b.value)
+        if e.op in INT_DIVISIONS and wrap(v, p) == 0:
+            sym = {"floordiv": "'//'", "mod": "'%'", "fmod": "fmod()"}[e.op]
+            as_p = "" if v == 0 else f", which is 0 as {p.value} (literals take the other operand's dtype)"
+            raise self.error(
+                f"integer division by zero: {sym} by the literal {to_text(b)}{as_p}; torch raises "
+                "ZeroDivisionError",
+                b,
+            )
+        if e.op == "pow" and type(b.value) is int:
+            hi = INT_BOUNDS[p][1]
+            if v < 0:
+                raise self.error(
+                    f"pow() of {p.value} values to the negative literal {v}: torch raises 'Integers to "
+                    "negative integer powers are not allowed' (write a float exponent for a float result)",
+                    b,
+                )
+            if v > hi:
+                raise self.error(f"pow() exponent {v} does not fit {p.value} (torch rejects it)", b)
 
     def condition(self, e: Expr) -> Expr:
         c = self.value(e)
