@@ -112,7 +112,16 @@ class FuseoptError(Exception):
         if isinstance(diagnostics, str):
             diagnostics = [Diagnostic(diagnostics)]
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
-        super().__init__("\n".join(d.render() for d in self.diagnostics))
+        super().__init__(self.diagnostics)
+
+    def __str__(self) -> str:
+        # Rendered when shown, not when raised: a graph with 60,000 errors is re-raised a few times
+        # on its way out, and each rendering of all of them took seconds.
+        return "\n".join(d.render() for d in self.diagnostics)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Across processes (fuseopt ci's workers) with every field, whatever the subclass's __init__.
+        return (_restore, (type(self), dict(self.__dict__)))
 
     def with_location(self, *, file: str | None = None, pointer_prefix: str | None = None) -> FuseoptError:
         new = type(self).__new__(type(self))
@@ -120,6 +129,13 @@ class FuseoptError(Exception):
             new, [d.with_location(file=file, pointer_prefix=pointer_prefix) for d in self.diagnostics]
         )
         return new
+
+
+def _restore(cls: type[FuseoptError], state: dict[str, object]) -> FuseoptError:
+    err = cls.__new__(cls)
+    FuseoptError.__init__(err, state["diagnostics"])  # type: ignore[arg-type]
+    err.__dict__.update(state)
+    return err
 
 
 class InputError(FuseoptError):

@@ -3,13 +3,24 @@
 
 from __future__ import annotations
 
+import json
 import math
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fuseopt.codegen import emit_module
 from fuseopt.errors import ExprError, FuseoptError, Span
+from fuseopt.interp import make_inputs, run_graph
+from fuseopt.io.load import load_text
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import (
     BINARY_FUNCS,
@@ -30,7 +41,20 @@ from fuseopt.ir.expr import (
     to_text,
     walk,
 )
-from fuseopt.ir.parser import MAX_DEPTH, MAX_NODES, MAX_TEXT, parse_expr_text, parse_store, tokenize
+from fuseopt.ir.graph import ComputeNode
+from fuseopt.ir.parser import (
+    MAX_DEPTH,
+    MAX_NESTING,
+    MAX_NODES,
+    MAX_TEXT,
+    _Parser,
+    parse_expr_text,
+    parse_store,
+    tokenize,
+    tree_height,
+)
+from fuseopt.passes.pipeline import optimize
+from fuseopt.passes.verify import verify
 
 P = parse_expr_text
 a, b, c, d = Var("a"), Var("b"), Var("c"), Var("d")
@@ -173,19 +197,70 @@ def test_text_length_limit() -> None:
     P("a" + " " * (MAX_TEXT - 1))  # exactly at the limit is fine
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" + " " * (MAX_TEXT - 1),
+        " " * MAX_TEXT,
+        "a" + "\n\t " * ((MAX_TEXT - 1) // 3),
+        "1" * MAX_TEXT,
+        "a" * MAX_TEXT,
+    ],
+    ids=["trailing-blanks", "blanks", "trailing-mixed", "digits", "name"],
+)
+def test_lexing_is_linear(text: str) -> None:
+    """Trailing blanks made the tokenizer backtrack the whole run from each of them (seconds)."""
+    t0 = time.perf_counter()
+    for _ in range(10):
+        with suppress(ExprError):  # the text's own errors (too long, blank) are not the point
+            _Parser(text).parse()
+    assert time.perf_counter() - t0 < 1.0
+
+
 def test_depth_limit() -> None:
     ok = "(" * (MAX_DEPTH - 1) + "a" + ")" * (MAX_DEPTH - 1)
     P(ok)
-    assert "nests deeper than 64" in _err("(" * MAX_DEPTH + "a" + ")" * MAX_DEPTH).message
     assert "nests deeper than 64" in _err("x[" * 70 + "a" + "]" * 70).message
     assert "nests deeper than 64" in _err("-" * 70 + "a").message
     assert "nests deeper than 64" in _err("~" * 70 + "a").message
     assert "nests deeper than 64" in _err("exp(" * 70 + "a" + ")" * 70).message
 
 
+@pytest.mark.parametrize("op", ["+", "-", "*", "//", "&", "|"])
+@pytest.mark.parametrize("n", [MAX_DEPTH + 1, 330, MAX_NODES // 2])
+def test_depth_is_the_trees_not_the_parentheses(op: str, n: int) -> None:
+    """A left-associated chain of n terms is n levels deep, though the parser does not recurse on
+    it: the limit holds for what every recursive walker will see (330 terms overflowed them)."""
+    assert _height(P(f" {op} ".join(["a"] * MAX_DEPTH))) == MAX_DEPTH  # at the limit: fine
+    text = f" {op} ".join(["a"] * n)
+    err = _err(text)
+    (diag,) = err.diagnostics
+    assert diag.code == "limit" and f"nests deeper than 64 levels: its tree is {n} levels" in err.message
+    assert err.span.start == 0 and err.span.end <= len(text)  # the part that is 65 levels deep
+    assert text[err.span.start : err.span.end].count("a") == MAX_DEPTH + 1
+    # a - (a - (...)): 64 terms parse; more nest their parentheses too deep, or their tree.
+    right = "".join(f"a {op} (" for _ in range(MAX_DEPTH - 1)) + "a" + ")" * (MAX_DEPTH - 1)
+    assert _height(P(right)) == MAX_DEPTH
+    right = "".join(f"a {op} (" for _ in range(n - 1)) + "a" + ")" * (n - 1)
+    assert _err(right).diagnostics[0].code == "limit"
+
+
+def test_parentheses_nest_at_most_max_nesting() -> None:
+    P("(" * (MAX_NESTING - 1) + "a" + ")" * (MAX_NESTING - 1))  # redundant, but within the limit
+    err = _err("(" * MAX_NESTING + "a" + ")" * MAX_NESTING)
+    assert err.diagnostics[0].code == "limit" and f"nest deeper than {MAX_NESTING} levels" in err.message
+
+
 def test_node_limit() -> None:
-    P("+".join(["1"] * (MAX_NODES // 2)))
-    err = _err("+".join(["1"] * (MAX_NODES + 1)))
+    def balanced(leaves: int) -> str:
+        terms = ["1"] * leaves
+        while len(terms) > 1:
+            terms = [f"({' + '.join(terms[i : i + 2])})" for i in range(0, len(terms), 2)]
+        return terms[0]
+
+    e = P(balanced(MAX_NODES // 2))  # 1023 nodes, 10 levels
+    assert _size(e) == MAX_NODES - 1
+    err = _err(balanced(MAX_NODES // 2 + 1))
     assert f"more than {MAX_NODES} nodes" in err.message
 
 
@@ -290,3 +365,221 @@ def test_round_trip_negated_literal() -> None:
     # neg(3) prints as -(3): printed as -3 it would read back as the literal -3.
     for e in (Unary("neg", Const(3)), Unary("neg", Const(-3)), Unary("neg", Const(2.5))):
         assert P(to_text(e)) == e
+
+
+# -- every walker is safe at the limits -------------------------------------------------------------
+# The recursive walkers (typecheck, bounds, the interpreter, codegen, to_text, the sympy proofs of
+# loop transformations, verify) rely on parsed trees being at most MAX_DEPTH levels deep and
+# MAX_NODES nodes large. Graphs whose expressions sit at both limits, in every shape, go through
+# load -> optimize -> emit_module -> the interpreter with a few hundred frames to spare.
+COLS = 8
+HEADROOM = 300  # Python frames above the test's own; the default limit leaves about 900
+
+
+def _at(buf: str, col: Expr, row: str = "i0", transposed: bool = False) -> Load:
+    if transposed:  # buffer [4, COLS] with strides [1, 4]
+        return Load(buf, Binary("add", Var(row), Binary("mul", Const(4), col)))
+    return Load(buf, Binary("add", Binary("mul", Const(COLS), Var(row)), col))
+
+
+# Index wrappers: one level each ("shift" two); an index in [0, COLS) stays in [0, COLS).
+INDEX_WRAPS: dict[str, Callable[[Expr], Expr]] = {
+    "mod": lambda e: Binary("mod", e, Const(COLS)),
+    "min": lambda e: Binary("minimum", e, Const(COLS - 1)),
+    "max": lambda e: Binary("maximum", Const(0), e),
+    "floordiv": lambda e: Binary("floordiv", e, Const(1)),
+    "shift": lambda e: Binary("sub", Binary("add", e, Const(COLS)), Const(COLS)),
+    "ids": lambda e: Load("ids", e),  # a load inside an index inside a load (ids holds 0..COLS-1)
+}
+STORE_WRAPS = sorted(set(INDEX_WRAPS) - {"ids"})  # a store's index must be exact
+# Value wrappers: one level above the spine `e`, given an operand `o` lower than it, and a variable.
+VALUE_WRAPS: dict[str, Callable[[Expr, Expr, Var], Expr]] = {
+    "add": lambda e, o, v: Binary("add", e, o),  # a left chain
+    "rsub": lambda e, o, v: Binary("sub", o, e),  # a right chain
+    "mul": lambda e, o, v: Binary("mul", e, o),
+    "maximum": lambda e, o, v: Binary("maximum", o, e),
+    "neg": lambda e, o, v: Unary("neg", e),
+    "tanh": lambda e, o, v: Unary("tanh", e),
+    "sigmoid": lambda e, o, v: Unary("sigmoid", e),
+    "abs": lambda e, o, v: Unary("abs", e),
+    "cast": lambda e, o, v: Cast(e, DType.float32),
+    "where": lambda e, o, v: Where(Binary("gt", o, Const(0.0)), e, Const(0.5)),
+    "masked": lambda e, o, v: Masked(Binary("lt", v, Const(5)), e, Const(0.0)),
+}
+
+
+def _height(e: Expr) -> int:
+    return tree_height(e)[0]
+
+
+def _size(e: Expr) -> int:
+    return sum(1 for _ in walk(e))
+
+
+def _wide(levels: int, leaf: Callable[[], Expr]) -> Expr:
+    """A balanced sum of 2**levels loads: 4 + levels deep, 7 * 2**levels - 1 nodes."""
+    terms = [leaf() for _ in range(2**levels)]
+    while len(terms) > 1:
+        terms = [Binary("add", terms[i], terms[i + 1]) for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def _index(col: str, wraps: Sequence[str], max_height: int) -> Expr:
+    e: Expr = Var(col)
+    for name in wraps:
+        if _height(e) + (2 if name == "shift" else 1) <= max_height:
+            e = INDEX_WRAPS[name](e)
+    return e
+
+
+def deep_value(
+    col: str, buf: str, depth: int, index: Sequence[str], wraps: Sequence[str], wide: bool, transposed: bool
+) -> Expr:
+    """Exactly `depth` levels: buf[<row> + <index spine>] under value wraps (cycling `wraps`) whose
+    operands, when `wide`, fill the tree up to MAX_NODES nodes."""
+    e: Expr = _at(buf, _index(col, index, depth - 8), transposed=transposed)
+    step = 0
+    while (h := _height(e)) < depth:
+        name = wraps[step % len(wraps)] if h > 6 else "neg"  # operands must stay below the spine
+        step += 1
+        levels = 0
+        budget = MAX_NODES - _size(e)
+        # A wrap costs at most its operand + 4 nodes; a plain load is 6.
+        while wide and 6 + levels < h and 7 * 2 ** (levels + 1) + 3 + 10 * (depth - h - 1) <= budget:
+            levels += 1
+        operand = _wide(levels, lambda: _at(buf, Var(col), transposed=transposed))
+        e = VALUE_WRAPS[name](e, operand, Var(col))
+    assert _height(e) == depth and _size(e) <= MAX_NODES, (_height(e), _size(e))
+    return e
+
+
+def deep_graph(
+    index: Sequence[str], wraps: Sequence[str], store: Sequence[str], wide: bool, transposed: bool
+) -> dict[str, Any]:
+    """Three nodes at the depth limit: a pointwise producer, a reduction and a pointwise consumer
+    whose store index is as deep as an index gets."""
+
+    def value(col: str, buf: str, depth: int) -> str:
+        return to_text(deep_value(col, buf, depth, index, wraps, wide, transposed and buf == "buf0"))
+
+    out2 = to_text(_at("out2", _index("i1", store, MAX_DEPTH - 3)))
+    buf0 = to_text(_at("buf0", Var("i1"), transposed=transposed))
+    f32 = "float32"
+    return {
+        "format": "fuseopt-graph/1",
+        "name": "deep",
+        "buffers": {
+            "x": {"shape": [4, COLS], "dtype": f32, "role": "input"},
+            "ids": {"shape": [COLS], "dtype": "int64", "role": "input"},
+            "buf0": {"shape": [4, COLS], "dtype": f32, **({"stride": [1, 4]} if transposed else {})},
+            "out": {"shape": [4], "dtype": f32, "role": "output"},
+            "out2": {"shape": [4, COLS], "dtype": f32, "role": "output"},
+        },
+        "nodes": [
+            {"name": "n0", "loops": [["i0", 4], ["i1", COLS]], "store": buf0, "value": value("i1", "x", MAX_DEPTH)},
+            {"name": "n1", "loops": [["i0", 4]], "reduce": [["r0", COLS]], "store": "out[i0]",
+             "value": f"sum({value('r0', 'buf0', MAX_DEPTH - 1)})"},
+            {"name": "n2", "loops": [["i0", 4], ["i1", COLS]], "store": out2, "value": value("i1", "buf0", MAX_DEPTH)},
+        ],
+    }  # fmt: skip
+
+
+@contextmanager
+def recursion_headroom(frames: int) -> Iterator[None]:
+    """Allow only `frames` Python frames above the caller's."""
+    depth, f = 0, sys._getframe()
+    while f is not None:
+        depth, f = depth + 1, f.f_back  # type: ignore[assignment]
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Fail instead of hanging: a walker that is exponential in the depth never finishes here."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"over {seconds} s: some walker is super-linear in the expression's size")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _through_every_walker(doc: dict[str, Any]) -> None:
+    text = json.dumps(doc)
+    with recursion_headroom(HEADROOM), time_limit(30):
+        g = load_text(text, "deep.json")
+        for node in g.nodes:
+            assert isinstance(node, ComputeNode)
+            for e in (node.value, node.store):  # typed trees print and parse back
+                assert to_text(P(to_text(e))) == to_text(e)
+        stage = optimize(g, verify_each=True)
+        verify(stage.graph, stage.plan)
+        compile(emit_module(stage.graph, stage.plan), "kernels.py", "exec")
+        inputs = make_inputs(g)
+        want = run_graph(g, inputs)
+        got = run_graph(stage.graph, inputs)
+    for b in g.outputs:
+        torch.testing.assert_close(got[b.name], want[b.name], equal_nan=True)
+
+
+SHAPES = {
+    "left chains": (["mod"], ["add"], ["mod"]),
+    "right chains": (["min"], ["rsub"], ["shift"]),
+    "nested calls": (["max"], ["tanh", "sigmoid", "abs", "cast"], ["max", "min"]),
+    "masked and where": (["floordiv"], ["masked", "where", "maximum"], ["floordiv"]),
+    "loads in indices in loads": (["ids"] * MAX_DEPTH, ["neg"], ["mod", "shift"] * MAX_DEPTH),
+    "products": (["mod", "ids"], ["mul", "neg"], ["min", "max"] * MAX_DEPTH),
+}
+
+
+QUICK = {("left chains", False), ("loads in indices in loads", False), ("masked and where", True)}
+
+
+@pytest.mark.parametrize(
+    ("shape", "wide"),
+    [
+        pytest.param(shape, wide, id=f"{shape}-{'1024-nodes' if wide else 'narrow'}",
+                     marks=() if (shape, wide) in QUICK else pytest.mark.slow)
+        for shape in sorted(SHAPES)
+        for wide in (False, True)
+    ],
+)  # fmt: skip
+def test_expressions_at_the_limits_pass_every_walker(shape: str, wide: bool) -> None:
+    index, wraps, store = SHAPES[shape]
+    _through_every_walker(deep_graph(index, wraps, store, wide, transposed=shape == "right chains"))
+
+
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(sorted(INDEX_WRAPS)), max_size=MAX_DEPTH),
+    st.lists(st.sampled_from(sorted(VALUE_WRAPS)), min_size=1, max_size=MAX_DEPTH),
+    st.lists(st.sampled_from(STORE_WRAPS), max_size=MAX_DEPTH),
+    st.booleans(),
+    st.booleans(),
+)
+def test_random_expressions_at_the_limits_pass_every_walker(
+    index: list[str], wraps: list[str], store: list[str], wide: bool, transposed: bool
+) -> None:
+    _through_every_walker(deep_graph(index, wraps, store, wide, transposed))
+
+
+def test_deep_trees_print_to_text_that_parses() -> None:
+    """MAX_NESTING leaves room for the parentheses `to_text` adds (`-(-(...))`, `a - (b - ...)`)."""
+    for wrap in (lambda e: Unary("neg", e), lambda e: Binary("sub", a, e), lambda e: Unary("not", e)):
+        e: Expr = Const(-3)
+        while _height(e) < MAX_DEPTH:
+            e = wrap(e)
+        assert P(to_text(e)) == e
+        with pytest.raises(ExprError, match="nests deeper than 64 levels: its tree is 65 levels deep"):
+            P(to_text(wrap(e)))

@@ -6,11 +6,15 @@ flat storage of every buffer, and `logical_view(graph, name, storage)` shows one
 
 from fuseopt.interp.errors import InterpError
 from fuseopt.interp.inputs import make_inputs
+from fuseopt.interp.limits import DEFAULT_LIMITS, Limits, check_limits
 from fuseopt.interp.run import DEFAULT_CHUNK_ELEMS, logical_outputs, logical_view, run_graph
 
 __all__ = [
     "DEFAULT_CHUNK_ELEMS",
+    "DEFAULT_LIMITS",
     "InterpError",
+    "Limits",
+    "check_limits",
     "logical_outputs",
     "logical_view",
     "make_inputs",

@@ -8,9 +8,12 @@ from fuseopt.errors import Diagnostic, InputError
 class InterpError(InputError):
     """A graph that passed static validation failed a run-time check (exit 2: the input is wrong).
 
-    Raised for out-of-bounds indirect or masked loads, ops torch rejects (integer division by zero,
-    mismatched matmul shapes, ...), and inputs that do not fit their buffers. The pointer names the
-    node (`/nodes/3`) and the message starts with its name; the CLI adds the file.
+    Raised for out-of-bounds indirect or masked loads, integer division by zero (code
+    `zero-division`), an index whose exact value would leave int64 (`overflow`: indices are never
+    wrapped), ops torch rejects (mismatched matmul shapes, ...), and inputs that do not fit their
+    buffers. The pointer names the node's field (`/nodes/3/value`) and the message starts with the
+    node's name, then the expression and the point of the box where it failed; the CLI adds the
+    file.
     """
 
     node: str | None = None  # the failing node's name (None: not about one node)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import torch
 
+from fuseopt.interp.limits import DEFAULT_LIMITS, Limits, check_limits
 from fuseopt.interp.ops import TORCH_DTYPE
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType
@@ -30,8 +31,15 @@ _INT_MAX: dict[DType, int] = {
 }
 
 
-def make_inputs(graph: Graph, seed: int = 0) -> dict[str, torch.Tensor]:
-    """One 1-D storage of `storage_size` elements per input buffer, in buffer order."""
+def make_inputs(
+    graph: Graph, seed: int = 0, *, limits: Limits | None = DEFAULT_LIMITS
+) -> dict[str, torch.Tensor]:
+    """One 1-D storage of `storage_size` elements per input buffer, in buffer order.
+
+    Inputs are a run's first allocation: a graph over `limits` (None: unchecked, the caller checked)
+    is refused here, before anything is allocated (`fuseopt.interp.limits`)."""
+    if limits is not None:
+        check_limits(graph, limits)
     ranges = index_value_ranges(graph)
     out: dict[str, torch.Tensor] = {}
     for b in graph.inputs:

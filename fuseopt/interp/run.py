@@ -17,6 +17,7 @@ import torch
 from fuseopt.interp.errors import InterpError
 from fuseopt.interp.evaluate import Box, Evaluator, compute_torch_dtype
 from fuseopt.interp.inputs import make_inputs
+from fuseopt.interp.limits import DEFAULT_LIMITS, Limits, check_limits
 from fuseopt.interp.ops import LIBRARY, REDUCE, TORCH_DTYPE, lookup
 from fuseopt.interp.plan import plan_node
 from fuseopt.ir.expr import Reduce
@@ -52,16 +53,21 @@ def run_graph(
     seed: int = 0,
     *,
     chunk_elems: int = DEFAULT_CHUNK_ELEMS,
+    limits: Limits | None = DEFAULT_LIMITS,
 ) -> dict[str, Tensor]:
     """Run every node; return the flat storage of every buffer (inputs as given), in buffer order.
 
     `inputs` maps each input buffer to a 1-D tensor of its storage size and dtype (default:
     `make_inputs(graph, seed)`). Storage elements no node writes stay 0. Raises `InterpError` (an
-    `InputError`) naming the node for run-time failures such as an out-of-bounds indirect load.
+    `InputError`) naming the node for run-time failures such as an out-of-bounds indirect load,
+    and an `InputError` before allocating anything when the run would go over `limits` (None: the
+    caller checked them; `fuseopt.interp.limits`).
     """
     if chunk_elems < 1:
         raise ValueError("chunk_elems must be positive")
-    storages = _bind(graph, make_inputs(graph, seed) if inputs is None else inputs)
+    if limits is not None:
+        check_limits(graph, limits)
+    storages = _bind(graph, make_inputs(graph, seed, limits=None) if inputs is None else inputs)
     buffers = {b.name: b for b in graph.buffers}
     for pos, node in enumerate(graph.nodes):
         runner = _NODE_RUNNERS[type(node)]

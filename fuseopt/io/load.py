@@ -3,14 +3,15 @@
 `load_graph(path)` is the one entry point: text -> plain data -> pydantic models -> validated IR.
 Every failure is an `InputError` naming the file and a JSON pointer (and, where known, line:col).
 
-Input is untrusted. The file is read with a bounded read (a 16 MiB cap that also holds for pipes
-and device files), and YAML is composed by our own composer (`_StrictComposer`) over libyaml's
+Input is untrusted. Only a regular file is read (a FIFO would block, a device never end), with a
+bounded read (16 MiB), and YAML is composed by our own composer (`_StrictComposer`) over libyaml's
 event stream (or PyYAML's pure-Python parser where libyaml is missing). The composer rejects
 anchors, aliases, merge keys and non-JSON tags at the first event that carries one (so a "billion
 laughs" document fails in microseconds), caps the nesting depth *while* composing (libyaml's own
 composer recurses in C and crashes the process on very deep documents), and tracks the JSON
-pointer of the node it is in, so that even syntax errors are located. The result is plain JSON
-data: str, int, float, bool, None, list, dict (YAML timestamps stay strings).
+pointer of the node it is in, so that even syntax errors are located. Scalars are read by YAML
+1.2's core schema; YAML 1.1's differing readings (`074`, `1:00`, `yes`) are refused
+(`fuseopt.io.yaml_schema`). The result is plain JSON data: str, int, float, bool, None, list, dict.
 
 Limits (each rejected with a located error; beyond FORMAT.md's own expression limits):
     file or text                 16 MiB (MAX_FILE_BYTES), read with a bounded read
@@ -19,7 +20,8 @@ Limits (each rejected with a located error; beyond FORMAT.md's own expression li
     loops / reduce / shape dims  32 each (models.MAX_DIMS)
     buffers, nodes               1,000,000 each (models.MAX_ITEMS)
     template choices             1024 (models.MAX_CHOICES)
-    expressions                  4096 characters, depth 64, 1024 nodes, |int| < 2**63 (ir.parser)
+    expressions                  4096 characters, a tree 64 levels deep, 1024 nodes, |int| < 2**63
+                                 (ir.parser)
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 from yaml.composer import Composer
-from yaml.constructor import SafeConstructor
 from yaml.events import (
     AliasEvent,
     MappingEndEvent,
@@ -42,18 +44,21 @@ from yaml.events import (
     SequenceStartEvent,
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-from yaml.resolver import Resolver
 
 from fuseopt.errors import Diagnostic, InputError
+from fuseopt.io import yaml_schema
+from fuseopt.io.files import read_regular_file
 from fuseopt.io.locate import (
+    LineIndex,
     escape_pointer_part,
     find_json_duplicate_key,
     json_deep_offset,
     json_pointer_at,
     json_positions,
     line_col,
-    yaml_positions,
+    yaml_event_positions,
 )
+from fuseopt.io.yaml_schema import CoreResolver
 from fuseopt.ir import models
 from fuseopt.ir.build import build_graph
 from fuseopt.ir.graph import Graph
@@ -187,23 +192,23 @@ def _part_name(index: Any) -> str:
     return str(index.value) if isinstance(index, ScalarNode) else "?"
 
 
-class _PyLoader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, _StrictComposer, Resolver):
+class _PyLoader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, _StrictComposer, CoreResolver):
     def __init__(self, stream: str):
         yaml.reader.Reader.__init__(self, stream)
         yaml.scanner.Scanner.__init__(self)
         yaml.parser.Parser.__init__(self)
         _StrictComposer.__init__(self)
-        Resolver.__init__(self)
+        CoreResolver.__init__(self)
 
 
 _CParser: Any = getattr(getattr(yaml, "cyaml", None), "CParser", None)  # libyaml's event parser
 if _CParser is not None:
     # Composer first in the MRO: composition in Python (ours), events from libyaml.
-    class _CLoader(_StrictComposer, _CParser, Resolver):  # type: ignore[misc, valid-type]
+    class _CLoader(_StrictComposer, _CParser, CoreResolver):  # type: ignore[misc, valid-type]
         def __init__(self, stream: str):
             _CParser.__init__(self, stream)
             _StrictComposer.__init__(self)
-            Resolver.__init__(self)
+            CoreResolver.__init__(self)
 
 
 def compose_yaml(text: str) -> Node | None:
@@ -212,8 +217,36 @@ def compose_yaml(text: str) -> Node | None:
     return _compose(text)[0]
 
 
+# libyaml's own nesting limit (1000 levels in the libyaml of PyYAML 6.0.4's wheels; older ones have
+# none). Its scanner reads up to 1024 characters ahead to resolve a possible simple key, so in
+# `[[[[...` it fires before our composer has seen the level where MAX_DEPTH does.
+_LIBYAML_DEPTH = "exceeded maximum nesting depth"
+
+
 def _compose(text: str) -> tuple[Node | None, Any]:
+    if not (USE_LIBYAML and _CParser is not None):
+        return _compose_with(_PyLoader(text))
+    try:
+        return _compose_with(_CLoader(text))
+    except yaml.MarkedYAMLError as exc:
+        if _LIBYAML_DEPTH not in str(exc.problem):
+            raise
+    # The pure-Python parser has no limit of its own and looks no further ahead than libyaml, so
+    # our composer stops it at MAX_DEPTH, with our message and pointer, whatever libyaml says.
+    return _compose_with(_PyLoader(text))
+
+
+def _yaml_events(text: str) -> Iterator[Any]:
+    """The event stream of text that composed before (so no depth or alias surprises)."""
     loader: Any = _CLoader(text) if USE_LIBYAML and _CParser is not None else _PyLoader(text)
+    try:
+        while loader.check_event():
+            yield loader.get_event()
+    finally:
+        loader.dispose()
+
+
+def _compose_with(loader: Any) -> tuple[Node | None, Any]:
     loader.path = []
     try:
         return loader.get_single_node(), loader
@@ -225,7 +258,7 @@ def _compose(text: str) -> tuple[Node | None, Any]:
 
 
 # -- construction: node tree -> plain JSON data ----------------------------------------------
-_SCALARS = SafeConstructor()
+_CORE_TAGS = frozenset(_TAG + t for t in ("str", "int", "float", "bool", "null"))
 
 
 def _construct(node: Node, path: list[str]) -> Any:
@@ -260,26 +293,27 @@ def _construct(node: Node, path: list[str]) -> Any:
 
 def _scalar(node: ScalarNode, path: list[str]) -> Any:
     tag = node.tag
-    if tag == _TAG + "str" or tag == _TAG + "timestamp":  # dates stay text: the data is JSON
-        return node.value
-    if tag == _TAG + "int" or tag == _TAG + "float":
-        if len(node.value) > MAX_NUMBER_CHARS:
-            raise YAMLInputError(
-                f"number is {len(node.value)} characters long; the limit is {MAX_NUMBER_CHARS}",
-                node.start_mark,
-                _pointer_of(path),
-                "limit",
-            )
+    if tag == yaml_schema.AMBIGUOUS:
+        raise YAMLInputError(
+            yaml_schema.ambiguity(node.value, MAX_NUMBER_CHARS),
+            node.start_mark,
+            _pointer_of(path),
+            "yaml-1.1",
+        )
+    if tag in (_TAG + "int", _TAG + "float") and len(node.value) > MAX_NUMBER_CHARS:
+        raise YAMLInputError(
+            f"number is {len(node.value)} characters long; the limit is {MAX_NUMBER_CHARS}",
+            node.start_mark,
+            _pointer_of(path),
+            "limit",
+        )
+    if tag in _CORE_TAGS:
         try:
-            if tag == _TAG + "int":
-                return _SCALARS.construct_yaml_int(node)
-            return _SCALARS.construct_yaml_float(node)
+            return yaml_schema.core_value(tag, node.value)
         except ValueError as exc:
-            raise YAMLInputError(f"bad number: {exc}", node.start_mark, _pointer_of(path), "syntax") from None
-    if tag == _TAG + "bool":
-        return _SCALARS.construct_yaml_bool(node)
-    if tag == _TAG + "null":
-        return None
+            raise YAMLInputError(
+                f"bad {tag.removeprefix(_TAG)}: {exc}", node.start_mark, _pointer_of(path), "syntax"
+            ) from None
     raise YAMLInputError(
         f"YAML tag {tag!r} is not allowed in graph files", node.start_mark, _pointer_of(path), "yaml-tag"
     )
@@ -303,7 +337,8 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_BAD_JSON_NUMBER = re.compile(r"-?Infinity|NaN|[0-9]{4000,}")
+# The lookbehind keeps the search linear: without it every digit of a long run restarts it.
+_BAD_JSON_NUMBER = re.compile(r"-?Infinity|NaN|(?<![0-9])[0-9]{4000,}")
 
 
 def _depth(data: Any) -> int:
@@ -458,11 +493,12 @@ def validate_data(data: Any, file: str) -> models.Graph:
     except ValidationError as exc:
         diags = []
         errors = exc.errors(include_url=False)
-        locs = [tuple(e["loc"]) for e in errors]
+        # Every location that some error lies inside (a set: 60,000 errors compared pairwise hang).
+        inside = {tuple(e["loc"])[:k] for e in errors for k in range(len(e["loc"]))}
         for err in errors:
             loc = tuple(err["loc"])
             # pydantic also reports a list as too short once its bad items are dropped: noise.
-            if err["type"] == "too_short" and any(o[: len(loc)] == loc and o != loc for o in locs):
+            if err["type"] == "too_short" and loc in inside:
                 continue
             pointer = _pointer(tuple(err["loc"]))
             if err["type"] == "invalid_kind" and _has_kind(data, err["loc"]):
@@ -497,12 +533,7 @@ def load_text(text: str, file: str = "<input>") -> Graph:
 def load_graph(path: str | os.PathLike[str]) -> Graph:
     """Load and validate a graph file (JSON or YAML). Raises InputError with located diagnostics."""
     file = str(path)
-    try:
-        with open(path, "rb") as f:
-            # A bounded read: stat() sizes lie for pipes and device files (/dev/zero).
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError([_diag(f"cannot read file: {exc.strerror}", file, "", "io")]) from None
+    raw = read_regular_file(path, MAX_FILE_BYTES)
     if len(raw) > MAX_FILE_BYTES:
         raise InputError([_diag(f"file is larger than {MAX_FILE_BYTES} bytes (16 MiB)", file, "", "limit")])
     try:
@@ -521,11 +552,10 @@ def _with_positions(diags: tuple[Diagnostic, ...], text: str, file: str) -> list
     positions: dict[str, tuple[int, int]] = {}
     try:
         if is_yaml_text(text, file):
-            root = compose_yaml(text)
-            if root is not None:
-                positions = yaml_positions(root, wanted)
+            positions = yaml_event_positions(_yaml_events(text), wanted)
         else:
-            positions = {p: line_col(text, off) for p, off in json_positions(text, wanted).items()}
+            lines = LineIndex(text)
+            positions = {p: lines.line_col(off) for p, off in json_positions(text, wanted).items()}
     except (yaml.YAMLError, ValueError, RecursionError):  # pragma: no cover - the text parsed before
         positions = {}
     out = []

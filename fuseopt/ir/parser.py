@@ -41,7 +41,11 @@ from fuseopt.ir.expr import (
 )
 
 MAX_TEXT = 4096
-MAX_DEPTH = 64
+MAX_DEPTH = 64  # levels of the tree: a chain a + b + ... of n terms is n levels
+# Levels of parentheses, brackets and calls in the text (the parser's recursion): `to_text` of a
+# tree of n levels nests at most 2n - 1 deep (`-(-(...))`, `a - (b - (...))`). Every tree within
+# MAX_DEPTH must print to text that parses, and one a level over it should hear about its depth.
+MAX_NESTING = 2 * (MAX_DEPTH + 1)
 MAX_NODES = 1024
 MAX_INT = 2**63  # |literal| < MAX_INT
 
@@ -117,7 +121,9 @@ def _lex(text: str) -> tuple[list[int], list[str], list[int]]:
     kinds: list[int] = []
     texts: list[str] = []
     starts: list[int] = []
-    for m in _TOKEN.finditer(text):
+    # Up to the last token: trailing blanks made every start position among them backtrack the
+    # whole run (4096 blanks took seconds).
+    for m in _TOKEN.finditer(text, 0, len(text.rstrip(" \t\r\n\f\v"))):
         k = m.lastindex
         if k is None:  # pragma: no cover - every match has a token group
             continue
@@ -183,13 +189,27 @@ class _Parser:
             raise self.error(
                 f"unexpected {self.texts[self.i]!r} after a complete expression", self.span_at(self.i)
             )
+        # A tree is never deeper than it has nodes: most expressions need no walk.
+        height, too_deep = tree_height(e) if self.nodes > MAX_DEPTH else (0, None)
+        if too_deep is not None:
+            raise self.error(
+                f"expression nests deeper than {MAX_DEPTH} levels: its tree is {height} levels deep "
+                f"(each operation, call or load is a level above its operands: a chain "
+                f"a + b + ... of {MAX_DEPTH + 1} terms is {MAX_DEPTH + 1} levels)",
+                too_deep.span,
+                code="limit",
+            )
         return e
 
     def expr(self, min_prec: int) -> Expr:
+        # Bounds the parser's own recursion (parentheses, brackets, calls, prefix operators);
+        # `tree_height` bounds the tree, which left-associated chains deepen without recursing.
         self.depth += 1
-        if self.depth > MAX_DEPTH:
+        if self.depth > MAX_NESTING:
             raise self.error(
-                f"expression nests deeper than {MAX_DEPTH} levels", self.span_at(self.i), code="limit"
+                f"parentheses, brackets and calls nest deeper than {MAX_NESTING} levels",
+                self.span_at(self.i),
+                code="limit",
             )
         kinds, texts = self.kinds, self.texts
         # Names and literals are most operands: skip the prefix/primary dispatch for them.
@@ -392,6 +412,28 @@ def _build_call(word: str, args: list[Expr], span: Span) -> Expr:
     marker = args[1]
     assert isinstance(marker, _DTypeMarker)
     return Cast(args[0], DType(marker.name), span=span)
+
+
+def tree_height(e: Expr) -> tuple[int, Expr | None]:
+    """The tree's height (a leaf is 1), and its lowest subtree over MAX_DEPTH levels, if any.
+
+    Iterative, so that it is safe on any tree; every recursive walker of the code base relies on
+    parsed trees being at most MAX_DEPTH levels deep."""
+    heights: dict[int, int] = {}
+    too_deep: Expr | None = None
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = node.children()
+        if not done and kids:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        h = 1 + max((heights[id(k)] for k in kids), default=0)
+        heights[id(node)] = h
+        if h == MAX_DEPTH + 1 and too_deep is None:
+            too_deep = node
+    return heights[id(e)], too_deep
 
 
 _CACHED_TEXT = 256
