@@ -226,3 +226,173 @@ def test_reachability_matches_a_search_of_the_group_graph(seed: int) -> None:
         assert state.would_create_cycle(ga, gb) == cycle
         if not cycle:
             state.fuse(ga, gb)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reach_keeps_a_topological_order_through_fusions(seed: int) -> None:
+    """After every fusion the kept order is topological for the group graph, and reachability
+    (a search inside the window between two groups) agrees with a plain search."""
+    import random
+
+    from benchmarks.graphgen import make_graph
+    from fuseopt.analysis.deps import graph_deps
+    from fuseopt.passes.fusion_state import FusionState
+
+    g = load_text(json.dumps(make_graph(150, seed=seed, rows=4, cols=8)), "g.json")
+    state = FusionState(g, graph_deps(g), {n.name: i for i, n in enumerate(g.nodes)})
+    rng = random.Random(seed)
+    for _ in range(120):
+        pos = state.reach.pos
+        assert set(pos) == set(state.groups)
+        for gid, grp in state.groups.items():
+            assert all(pos[gid] < pos[s] for s in grp.succ)
+        a, b = rng.sample(sorted(state.groups), 2)
+        ga, gb = state.groups[a], state.groups[b]
+        if not state.would_create_cycle(ga, gb):
+            state.fuse(ga, gb)
+
+
+def _chain(n: int) -> Graph:
+    nodes = "\n".join(
+        f"  - {{name: n{k}, loops: [[i, 4]], store: 't{k}[i]', value: '{f't{k - 1}' if k else 'x'}[i] + 1'}}"
+        for k in range(n)
+    )
+    bufs = "\n".join(
+        f"  t{k}: {{shape: [4], dtype: float32{', role: output' if k == n - 1 else ''}}}" for k in range(n)
+    )
+    return load_text(
+        f"format: fuseopt-graph/1\nname: chain\nbuffers:\n  x: {{shape: [4], dtype: float32, role: input}}\n{bufs}\n"
+        f"nodes:\n{nodes}\n",
+        "chain.yaml",
+    )
+
+
+def _fan(n: int) -> Graph:
+    nodes = "\n".join(
+        f"  - {{name: n{k}, loops: [[i, 4]], store: 'o{k}[i]', value: 'x[i] * {k + 1}'}}" for k in range(n)
+    )
+    bufs = "\n".join(f"  o{k}: {{shape: [4], dtype: float32, role: output}}" for k in range(n))
+    return load_text(
+        f"format: fuseopt-graph/1\nname: fan\nbuffers:\n  x: {{shape: [4], dtype: float32, role: input}}\n{bufs}\n"
+        f"nodes:\n{nodes}\n",
+        "fan.yaml",
+    )
+
+
+@pytest.mark.parametrize("scoring", ["stable", "inductor"])
+def test_planning_work_is_linear_in_chains_and_fans(scoring: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted, not timed: legality checks stay within (pair window) per node and phase, and the
+    reachability searches visit a bounded number of groups per fusion, for a long chain and for
+    many users of one buffer (where every pair shares data and every group fuses)."""
+    from fuseopt.passes import fusion, fusion_stable, reach
+
+    checks = visits = 0
+    check_fusion, search = fusion_stable.check_fusion, reach.Reach._search
+
+    def counted_check(*args: object) -> object:
+        nonlocal checks
+        checks += 1
+        return check_fusion(*args)  # type: ignore[arg-type]
+
+    def counted_search(self: reach.Reach, *args: object, **kw: object) -> set[int]:
+        nonlocal visits
+        out = search(self, *args, **kw)  # type: ignore[arg-type]
+        visits += 1 + len(out)
+        return out
+
+    monkeypatch.setattr(fusion_stable, "check_fusion", counted_check)
+    monkeypatch.setattr(fusion, "check_fusion", counted_check)
+    monkeypatch.setattr(reach.Reach, "_search", counted_search)
+    window = 8
+    for g, n in ((_chain(1500), 1500), (_fan(600), 600)):
+        checks = visits = 0
+        stage = optimize(g, Options(scoring=scoring, pair_window=window))
+        assert len(stage.plan.kernels) <= n // 32
+        assert checks <= 8 * window * n, checks
+        assert visits <= 16 * n, visits
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        "t[16*(c % 6) + 96*(c // 6)]",  # the mixed-radix identity
+        "t[16*(c // 1) + 5*(c % 1)]",  # floordiv and mod by 1
+        "t[16*((c % 12) % 6) + 96*((c // 3) // 2)]",  # nested // and %
+    ],
+)
+def test_equal_functions_plan_verify_and_generate_alike(read: str) -> None:
+    """A read spelled another way is the same element: the planner fuses it, the verifier
+    accepts the kernel (it said 'exit 1' for these) and the generated code matches."""
+    from tests.strategies import check as run_check
+    from tests.strategies import plan_of
+
+    g = load_text(
+        f"""
+format: fuseopt-graph/1
+name: spelled
+buffers:
+  x: {{shape: [96], dtype: float32, role: input}}
+  t: {{shape: [96], stride: [16], dtype: float32}}
+  y: {{shape: [96], dtype: float32, role: output}}
+nodes:
+  - {{name: n0, loops: [[c, 96]], store: 't[16*c]', value: 'x[c] * 2'}}
+  - {{name: n1, loops: [[c, 96]], store: 'y[c]', value: '{read} + 1'}}
+""",
+        "spelled.yaml",
+    )
+    for opts in ({}, {"loop_order": False}, {"scoring": "inductor"}):
+        stage = plan(g, **opts)
+        assert [k.nodes for k in stage.plan.kernels] == [("n0", "n1")]
+    fused = plan_of(g, [["n0", "n1"]])
+    assert check(g, fused) == []
+    run_check(g, fused)
+
+
+TEMPLATE_EPILOGUE = """
+format: fuseopt-graph/1
+name: template_epilogue
+buffers:
+  a:   {{shape: [4, 2], dtype: float32, role: input}}
+  w:   {{shape: [2, 4], dtype: float32, role: input}}
+  ids: {{shape: [4], dtype: int32, role: input}}
+  c:   {{shape: [4, 4], dtype: float32}}
+  b:   {{shape: [4, 4], dtype: float32}}
+  out: {{shape: [{out_shape}], dtype: float32, role: output}}
+nodes:
+  - {{name: mm0, kind: template, op: mm, inputs: [a, w], output: c,
+     choices: [{{name: c0, time_us: 1.0}}], epilogue_fusion: true}}
+  - {{name: p, loops: [[i0, 4], [i1, 4]], store: 'b[4*i0 + i1]', value: 'c[4*i0 + i1] * 2'}}
+  - {{name: q, loops: {q_loops}, store: 'out[{q_store}]', value: '{q_value}'}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("q_value", "q_loops", "q_store", "out_shape", "reason"),
+    [
+        # q reads p's output through an indirect index: not the element p writes at that point
+        ("c[4*i0 + i1] + b[4*ids[i0] + i1]", "[[i0, 4], [i1, 4]]", "4*i0 + i1", "4, 4", "index_mismatch"),
+        # q reads p's output transposed
+        ("c[4*i0 + i1] + b[4*i1 + i0]", "[[i0, 4], [i1, 4]]", "4*i0 + i1", "4, 4", "index_mismatch"),
+        # q runs over half the template's output: not an epilogue of it
+        ("c[4*i0 + i1] * 3", "[[i0, 2], [i1, 4]]", "4*i0 + i1", "2, 4", "size_mismatch"),
+    ],
+)
+def test_template_epilogues_check_their_fused_reads_and_numel(
+    q_value: str, q_loops: str, q_store: str, out_shape: str, reason: str
+) -> None:
+    """A template group's epilogue members are fused like any pointwise nodes: a read of what an
+    earlier epilogue member writes must be that element, and every member runs over the template's
+    output (the planner once skipped both checks for templates, and codegen then refused its plan)."""
+    from tests.strategies import check as run_check
+
+    g = load_text(
+        TEMPLATE_EPILOGUE.format(q_value=q_value, q_loops=q_loops, q_store=q_store, out_shape=out_shape),
+        "t.yaml",
+    )
+    for opts in ({}, {"loop_order": False}, {"scoring": "inductor"}):
+        stage = plan(g, **opts)
+        kernels = [k.nodes for k in stage.plan.kernels]
+        assert ("mm0", "p") in kernels and ("q",) in kernels, kernels
+        assert any(set(r.pair) <= {"mm0", "p", "q"} and r.reason == reason for r in stage.plan.rejected)
+        assert check(g, stage.plan) == []
+        run_check(g, stage.plan)

@@ -1,12 +1,15 @@
 """Memory dependencies of nodes, in a canonical form that compares across nodes.
 
 A `MemoryDep` is Inductor's: a buffer, an index over positional variables c0, c1, ... and their
-sizes. Canonicalisation (like Inductor's `normalize=True` `canonicalize`): size-1 loops are
-dropped; adjacent loops whose strides chain (stride_outer == stride_inner * size_inner) are merged,
-so `x[10*i0 + i1]` over (10, 10) equals `x[c0]` over (100,); trailing unused variables are
-dropped (a reduction's read of a per-row value equals the row-wise write). Two equal deps address
-the same element at the same row-major position of their loop boxes -- the fact vertical fusion
-relies on. Indirect indexing and extern/template nodes give whole-buffer `StarDep`s.
+sizes. Canonicalisation (like Inductor's `normalize=True` `canonicalize`): the index is put in
+normal form over its loop variables first (`index_form`: `16*(v % 6) + 96*(v // 6)` is `16*v`,
+`v % 1` is 0, nested `//` and `%` one digit); size-1 loops are dropped; adjacent loops whose
+strides chain (stride_outer == stride_inner * size_inner) are merged, so `x[10*i0 + i1]` over
+(10, 10) equals `x[c0]` over (100,); trailing unused variables are dropped (a reduction's read of
+a per-row value equals the row-wise write). Two equal deps address the same element at the same
+row-major position of their loop boxes; they serve the memory scores and the loop-order search,
+while whether a fused read may share a kernel is `access_match`'s to say. Indirect indexing and
+extern/template nodes give whole-buffer `StarDep`s.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from fuseopt.ir.bounds import linear_form
-from fuseopt.ir.expr import Const, Expr, Load, Var, free_vars, substitute_vars, to_text, walk
+from fuseopt.analysis.index_form import Digit, index_form
+from fuseopt.ir.expr import Expr, Load, walk
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, LoopVar, Node
 
 
@@ -101,22 +104,20 @@ def canonical_dep(buffer: str, index: Expr, loops: Sequence[LoopVar], *, merge: 
 def _canonical(buffer: str, index: Expr, loops: tuple[LoopVar, ...], merge: bool) -> Dep:
     if any(isinstance(n, Load) for n in walk(index)):
         return StarDep(buffer)
-    # Drop size-1 loops (the variable is 0 everywhere).
-    ones = {lv.name: Const(0) for lv in loops if lv.size == 1}
-    if ones:
-        index = substitute_vars(index, ones)
+    # The index in normal form over its loop variables (`index_form`: each variable its own
+    # base), so that equal functions compare equal: `16*(v % 6) + 96*(v // 6)` is `16*v`,
+    # `v % 1` is 0, nested // and % are one digit. Size-1 loops are dropped (0 everywhere).
+    sizes = {lv.name: lv.size for lv in loops if lv.size != 1}
+    digits = {lv.name: (Digit(lv.name, 1, None) if lv.size != 1 else None) for lv in loops}
+    form = index_form(index, digits, sizes)
     loops = tuple(lv for lv in loops if lv.size != 1)
-    lf = linear_form(index)
     coeff: dict[str, int] = {}
-    atoms: list[tuple[Expr, int]] = []
-    for atom, k in lf.coeffs:
-        if isinstance(atom, Var):
-            coeff[atom.name] = coeff.get(atom.name, 0) + k
+    locked: set[str] = set(form.atom_bases)
+    for d, k in form.digits:
+        if d.div == 1 and d.mod is None:
+            coeff[d.base] = k
         else:
-            atoms.append((atom, k))
-    locked: set[str] = set()
-    for atom, _ in atoms:
-        locked |= free_vars(atom)
+            locked.add(d.base)
 
     # Each loop: (names folded into it outer->inner with their sizes, size, stride); merging keeps
     # the row-major position, so a merged variable m of (i, j) is i*size_j + j.
@@ -137,18 +138,29 @@ def _canonical(buffer: str, index: Expr, loops: tuple[LoopVar, ...], merge: bool
     while dims and dims[-1][2] == 0:
         dims.pop()
     terms: dict[str, int] = {}
-    renames: dict[str, Expr] = {}
+    renames: dict[str, str] = {}
     for pos, (names, _size, stride) in enumerate(dims):
         cname = f"c{pos}"
         if stride:
             terms[cname] = stride
         if len(names) == 1:
-            renames[names[0]] = Var(cname)
-    for atom, k in atoms:
-        text = to_text(substitute_vars(atom, renames))
-        terms[text] = terms.get(text, 0) + k
+            renames[names[0]] = cname
+    if locked:
+        # The digits and atoms of the locked variables again, over their canonical names (the
+        # others appear only linearly, in the strides above: they get names no term can take).
+        named = {v: renames[v] if v in locked else f"~{v}" for v in sizes}
+        again = index_form(
+            index,
+            {v: (Digit(named[v], 1, None) if v in named else None) for v in digits},
+            {named[v]: n for v, n in sizes.items()},
+        )
+        for d, k in again.digits:
+            if not d.base.startswith("~"):
+                terms[d.text()] = terms.get(d.text(), 0) + k
+        for a, k in again.atoms:
+            terms[a] = terms.get(a, 0) + k
     sorted_terms = tuple(sorted(((n, k) for n, k in terms.items() if k != 0), key=_term_key))
-    return MemoryDep(buffer, sorted_terms, lf.const, tuple(size for _, size, _ in dims))
+    return MemoryDep(buffer, sorted_terms, form.const, tuple(size for _, size, _ in dims))
 
 
 def _term_key(t: tuple[str, int]) -> tuple[int, int, str]:

@@ -7,7 +7,7 @@ points of the member nodes that touch the buffer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 from fuseopt.ir.graph import ComputeNode, Graph
@@ -73,18 +73,21 @@ class AccessTable:
         m1: Sequence[str],
         m2: Sequence[str],
         summaries: tuple[Summary, Summary] | None = None,
+        sets: tuple[Container[str], Container[str]] | None = None,
     ) -> int:
         """kernel_bytes(m1) + kernel_bytes(m2) - kernel_bytes(m1 + m2), looking only at shared buffers.
 
-        `summaries` are `summary(m1)`, `summary(m2)` when the caller keeps them."""
+        `summaries` are `summary(m1)`, `summary(m2)` and `sets` the members as sets, when the
+        caller keeps them (then the cost is that of the smaller summary, not of the members)."""
         a1, a2 = summaries if summaries is not None else (self.summary(m1), self.summary(m2))
-        shared = (a1[0].keys() | a1[1].keys()) & (a2[0].keys() | a2[1].keys())
+        small, big = (a1, a2) if len(a1[0]) + len(a1[1]) <= len(a2[0]) + len(a2[1]) else (a2, a1)
+        shared = [b for part in small for b in part if b in big[0] or b in big[1]]
         if not shared:
             return 0
-        s1, s2 = set(m1), set(m2)
-        union = s1 | s2
+        s1, s2 = sets if sets is not None else (set(m1), set(m2))
+        union = _Either(s1, s2)
         saved = 0
-        for b in shared:
+        for b in dict.fromkeys(shared):
             saved += self._contrib(b, a1, s1) + self._contrib(b, a2, s2)
             merged = (
                 {b: a1[0].get(b, 0) + a2[0].get(b, 0)},
@@ -105,7 +108,7 @@ class AccessTable:
                 writes[b] = writes.get(b, 0) + pts
         return reads, writes
 
-    def _contrib(self, b: str, summary: Summary, inside: set[str]) -> int:
+    def _contrib(self, b: str, summary: Summary, inside: Container[str]) -> int:
         reads, writes = summary
         item, numel, is_output = self.sizes[b]
         if b in writes:
@@ -113,6 +116,16 @@ class AccessTable:
                 return item * min(writes[b], numel)
             return 0
         return item * min(reads.get(b, 0), numel)
+
+
+class _Either:
+    """Membership in either of two sets (the union, without building it)."""
+
+    def __init__(self, a: Container[str], b: Container[str]):
+        self.a, self.b = a, b
+
+    def __contains__(self, x: object) -> bool:
+        return x in self.a or x in self.b
 
 
 def kernel_bytes(graph: Graph, members: Sequence[str]) -> int:

@@ -14,10 +14,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from fuseopt.analysis.access_match import FusedReadMismatch, match_read
 from fuseopt.codegen.common import INT32_MAX, INT_RANGE, TL_DTYPE, CodegenError, wrap_int
-from fuseopt.codegen.indexing import Digit, Flat, canonical_index, digit_of, normal_digit, unflatten
+from fuseopt.codegen.indexing import Digit, Flat, digit_of, normal_digit, unflatten
 from fuseopt.codegen.layout import LINE_LENGTH, truncate_comment, wrap
 from fuseopt.codegen.rules import (
+    INT_DIV_BY_LITERAL,
     KERNEL_NAME_OF,
     POW_BY_CONST,
     binary_rule,
@@ -26,11 +28,12 @@ from fuseopt.codegen.rules import (
     unary_rule,
 )
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base, digits_of
+from fuseopt.codegen.source_text import comment_text, ident, python_name
 from fuseopt.codegen.tiling import LaunchConfig, Tiling
 from fuseopt.codegen.values import Literal, LoopBlock, Stmt, Val
 from fuseopt.codegen.walking import RowWalk
 from fuseopt.codegen.window import Key, carry_plan, index_ops
-from fuseopt.ir.bounds import interval, linear_form
+from fuseopt.ir.bounds import index_magnitude, interval, linear_form
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
 from fuseopt.ir.expr import (
     COMPARE_OPS,
@@ -53,7 +56,7 @@ from fuseopt.ir.graph import Graph
 from fuseopt.ir.typecheck import BINARY_RESULT, UNARY_RESULT
 
 # Helpers that call tensor methods on their operands: Python literals must be materialised first.
-_TENSOR_HELPERS = ("_pow(", "_ipow(", "_atan2(")
+_TENSOR_HELPERS = ("_pow(", "_ipow(", "_atan2(", "_int_floordiv(", "_int_remainder(", "_int_fmod(")
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,12 @@ def _is_weak(e: Expr) -> bool:
 
 
 def _index_like(e: Expr, ranges: Mapping[str, int]) -> bool:
-    """Whether `e` is integer index arithmetic of loop variables (no loads) within int32."""
+    """Whether `e` is integer index arithmetic of loop variables (no loads) whose every
+    intermediate fits int32 (not just its result: `(i + 2**31 - 8) // 2**28` does not)."""
     if not index_ops(e, ranges):
         return False
-    r = interval(e.index if isinstance(e, IndexValue) else e, ranges)
-    return r is not None and r[0] >= -INT32_MAX and r[1] <= INT32_MAX
+    m = index_magnitude(e.index if isinstance(e, IndexValue) else e, ranges)
+    return m is not None and m <= INT32_MAX
 
 
 def _int32_exact(v: Val) -> bool:
@@ -156,7 +160,7 @@ def workspace_names(graph: Graph, launch: ComputeLaunch) -> dict[str, str]:
     out: dict[str, str] = {}
     for p in launch.placements:
         if p.role == "reduction":
-            name = f"ws_{p.node.name}"
+            name = f"ws_{ident(p.node.name)}"
             while name in taken:
                 name += "_"
             taken.add(name)
@@ -197,6 +201,7 @@ class KernelEmitter:
         self.produced = self.launch.producer()
         self.order = {p.node.name: i for i, p in enumerate(self.launch.placements)}
         self.results: dict[str, Val] = {}
+        self.values: dict[tuple[object, ...], Val] = {}  # fused producers' values (node_value)
         self.pending: list[Callable[[], None]] = []
         self.axis_val: dict[str, Val] = {}
         self.mask_val: dict[str, Val] = {}
@@ -650,7 +655,7 @@ class KernelEmitter:
 
     # -- loads ----------------------------------------------------------------------------------------
     def ptr(self, buffer: str) -> str:
-        return f"{buffer}_ptr"
+        return python_name(f"{buffer}_ptr")
 
     def load(self, ld: Load, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
         if ld.buffer in self.produced:
@@ -729,28 +734,51 @@ class KernelEmitter:
         return f"{self.ptr(buffer)} + {_paren(text)}"
 
     def fused_read(self, ld: Load, ctx: _NodeCtx) -> Val:
+        """The producer's value at this point (the planner's check, `match_read`, made sure the
+        load reads exactly the element it writes here: a failure is a planner bug)."""
         p = self.produced[ld.buffer]
-        mine = canonical_index(ld.index, ctx.digits, self.extents, self.flats)
-        theirs = canonical_index(p.node.store.index, self.ctxs[p.node.name].digits, self.extents, self.flats)
-        if mine != theirs:
-            raise CodegenError(
+        m = match_read(p.node, ld, ctx.p.node, self.launch.space)
+        if not m.ok:
+            raise FusedReadMismatch(
                 f"plan kernel {self.launch.plan_kernel!r}: {ctx.p.node.name!r} reads {ld.buffer}"
                 f"[{to_text(ld.index)}], which is not the element {p.node.name!r} writes at the same point "
-                f"({ld.buffer}[{to_text(p.node.store.index)}]); these nodes cannot share a kernel as planned"
+                f"({ld.buffer}[{to_text(p.node.store.index)}]): {m.reason}; the planner should not have "
+                "fused them (a bug in fuseopt)"
             )
         v = self.node_value(p)
         return self.from_storage(self.to_storage(v, self.graph.buffer(ld.buffer).dtype))
 
     def node_value(self, p: Placement) -> Val:
+        """A fused producer's value, computed once per point of emission and reused by every read
+        (re-expanding it at each read is exponential in a chain of nodes reading the two before).
+
+        A point of emission is all that can change the statements a value becomes: the axis
+        values (a register window's cell, an unrolled reduction's point, a sliding window's first
+        row), the loop being emitted (its statements live only there) and the sliding window's
+        mode. The masks around the read are not: the producer's value is the same everywhere (its
+        loads are its own, unmasked by the reader's condition), so it is computed outside them."""
         if p.role == "reduction":
             res = self.results.get(p.node.name)
             if res is None:
-                raise CodegenError(
+                raise FusedReadMismatch(
                     f"plan kernel {self.launch.plan_kernel!r}: the result of reduction {p.node.name!r} is "
-                    "read before the reduction finishes"
+                    "read before the reduction finishes (a bug in fuseopt's planner)"
                 )
             return res
-        return self.value(p.node.value, self.ctxs[p.node.name], ())
+        key = (
+            p.node.name,
+            tuple((a, v.text, v.const) for a, v in sorted(self.axis_val.items())),
+            id(self.loop),
+            None if self.walk is None else self.walk.plain,
+        )
+        hit = self.values.get(key)
+        if hit is None:
+            outer, self.cond_exprs = self.cond_exprs, []
+            try:
+                hit = self.values[key] = self.value(p.node.value, self.ctxs[p.node.name], ())
+            finally:
+                self.cond_exprs = outer
+        return hit
 
     # -- values -----------------------------------------------------------------------------------------
     def value(self, e: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val:
@@ -886,6 +914,16 @@ class KernelEmitter:
                 return Val(literal_text(1, res), res, const=1.0)
             if template == "{a}":
                 return self.materialize(av, operand)
+        elif e.op == "pow" and operand == DType.bool and b.literal:
+            # pow(b, true) is b, pow(b, false) is 1 (the only pows of bools the type checker admits)
+            return self.materialize(av, operand) if b.const else Val("True", res, const=True)
+        elif (
+            e.op in INT_DIV_BY_LITERAL
+            and operand.is_int
+            and type(b.const) in (int, bool)
+            and wrap_int(int(b.const or 0), operand) not in (0, -1)
+        ):
+            template = INT_DIV_BY_LITERAL[e.op]  # a divisor the compiler sees: no run-time guards
         else:
             template = rule.template(operand)
         if template is None:
@@ -1180,8 +1218,8 @@ class KernelEmitter:
             if p.role == "epilogue":
                 k = 0
                 for d in deps:
-                    if d.role == "inner":
-                        raise CodegenError(
+                    if d.role == "inner":  # `match_read` refuses this: a planner bug
+                        raise FusedReadMismatch(
                             f"plan kernel {self.launch.plan_kernel!r}: epilogue {p.node.name!r} reads "
                             f"{d.node.output!r}, a value of the reduction loop"
                         )
@@ -1222,7 +1260,7 @@ class KernelEmitter:
         lines: list[str] = []
         lines.extend(self.header())
         lines.append("@triton.jit")
-        sig = f"def {self.name}({', '.join(params)}):"
+        sig = f"def {python_name(self.name)}({', '.join(params)}):"
         if len(sig) > LINE_LENGTH:
             lines.append(f"def {self.name}(")
             lines.extend(f"    {p}," for p in params)
@@ -1282,18 +1320,18 @@ class KernelEmitter:
             style = "pointwise, 2D tile (row index arithmetic per row)"
         ctas = max(c.num_ctas for c in t.configs)
         cluster = f"; {ctas} programs a tile on GPUs with clusters" if ctas > 1 else ""
-        src = f"plan kernel {launch.plan_kernel}"
+        src = f"plan kernel {comment_text(launch.plan_kernel)}"
         if launch.epilogue_of:
-            src += f" (epilogue of template {launch.epilogue_of})"
+            src += f" (epilogue of template {ident(launch.epilogue_of)})"
         out = [truncate_comment(f"# {src}: {style}, {shape}{cluster}")]
         elsewhere = {"partial": ("epilogue",), "finish": ("inner",)}.get(t.part, ())
         for p in launch.placements:
             stored = "" if p.node.output in launch.stores else "  [not stored]"
             if p.role in elsewhere:
                 stored = f"  [in part {1 if t.part == 'finish' else 2}]"
-            loops = ", ".join(f"{lv.name}={lv.size}" for lv in (*p.node.loops, *p.node.reduce))
-            text = f"{to_text(p.node.store)} = {to_text(p.node.value)}"
-            head = f"#   {p.node.name} [{loops}]: "
+            loops = ", ".join(f"{ident(lv.name)}={lv.size}" for lv in (*p.node.loops, *p.node.reduce))
+            text = comment_text(f"{to_text(p.node.store)} = {to_text(p.node.value)}")
+            head = f"#   {ident(p.node.name)} [{loops}]: "
             room = LINE_LENGTH - len(head) - len(stored)
             if len(text) > room:
                 text = text[: max(room - 3, 10)] + "..."
@@ -1408,19 +1446,25 @@ def _renumber(items: list[Stmt | LoopBlock]) -> list[Stmt | LoopBlock]:
 def _dead_code(items: list[Stmt | LoopBlock]) -> list[Stmt | LoopBlock]:
     """Drop statements whose names nothing kept uses (stores and accumulator updates are kept)."""
     stmts = [s for it in items for s in (it.body if isinstance(it, LoopBlock) else [it])]
+    # The least set closed under: effects are kept, so is a statement defining a name a kept one
+    # uses -- found with a worklist, in time linear in the statements (a fixpoint over repeated
+    # passes was quadratic in a kernel of thousands of fused nodes).
+    defining: dict[str, list[Stmt]] = {}
+    for s in stmts:
+        if s.defines is not None:
+            defining.setdefault(s.defines, []).append(s)
     live: set[str] = set()
     keep: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            if id(s) in keep:
-                continue
-            if s.effect or (s.defines is not None and s.defines in live):
-                keep.add(id(s))
-                live.update(s.uses)
-                live.update(_names_in(s.text.split(" = ", 1)[1] if s.defines is not None else s.text))
-                changed = True
+    work = [s for s in stmts if s.effect]
+    while work:
+        s = work.pop()
+        if id(s) in keep:
+            continue
+        keep.add(id(s))
+        for name in (*s.uses, *_names_in(s.text.split(" = ", 1)[1] if s.defines is not None else s.text)):
+            if name not in live:
+                live.add(name)
+                work.extend(defining.get(name, ()))
     out: list[Stmt | LoopBlock] = []
     for it in items:
         if isinstance(it, LoopBlock):

@@ -26,15 +26,27 @@ def wrap(line: str, limit: int = LINE_LENGTH) -> list[str]:
 
 
 def _matching_open(line: str) -> int | None:
-    depth = 0
-    for i in range(len(line) - 1, -1, -1):
-        ch = line[i]
-        if ch in ")]":
-            depth += 1
-        elif ch in "([":
-            depth -= 1
-            if depth == 0:
-                return i if ch == "(" else None
+    """Where the parenthesis that the line's last character closes opens (brackets inside string
+    literals do not count); None when it is not a parenthesis."""
+    opens: list[int] = []
+    quote: str | None = None
+    escaped = False
+    for i, ch in enumerate(line):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            opens.append(i)
+        elif ch in ")]}" and opens:
+            at = opens.pop()
+            if i == len(line) - 1:
+                return at if line[at] == "(" else None
     return None
 
 
@@ -43,11 +55,16 @@ def split_args(inner: str) -> list[str]:
     out: list[str] = []
     depth = 0
     quote: str | None = None
+    escaped = False
     cur = ""
     for ch in inner:
         if quote:
             cur += ch
-            if ch == quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
                 quote = None
             continue
         if ch in "\"'":

@@ -6,8 +6,9 @@ respects data dependencies; a pointwise kernel's nodes have one numel; a reducti
 reductions share (numel, rnumel) and its pointwise nodes have numel*rnumel points (run inside the
 reduction loop) or numel points (epilogue); extern kernels hold one library node; a template
 kernel is a library node followed by pointwise epilogue nodes (emitted as the torch call plus a
-pointwise Triton kernel). A fused read of a buffer written earlier in the same kernel must address
-the element the producer wrote at the same point (checked in the kernel emitter).
+pointwise Triton kernel). A fused read of a buffer written earlier in the same kernel addresses
+the element the producer wrote at the same point (`access_match.match_read`, which the planner
+made sure of: the kernel emitter's check failing is a planner bug, `FusedReadMismatch`).
 
 Guarantee: a buffer is materialised (allocated, stored) iff it is an input, an output, written by
 a library node, or read by a node of another launch.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
+from fuseopt.analysis.access_match import Space, space_of
 from fuseopt.codegen.common import CodegenError, prod
 from fuseopt.codegen.indexing import Digit, decompose, split_loops
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, LoopVar
@@ -91,7 +94,19 @@ class ComputeLaunch:
     epilogue_of: str | None = None  # the template node whose epilogue this is
 
     def producer(self) -> dict[str, Placement]:
+        """Each buffer written here -> its placement (computed once: read, do not change it)."""
+        return self.producers
+
+    @cached_property
+    def producers(self) -> dict[str, Placement]:
         return {p.node.output: p for p in self.placements}
+
+    @cached_property
+    def space(self) -> Space:
+        """The plan kernel's iteration space, whatever the tile (fused reads are matched in it)."""
+        space = space_of(p.node for p in self.placements)
+        assert space is not None, f"plan kernel {self.plan_kernel!r}: a launch without nodes"
+        return space
 
     def with_axes(self, axes: tuple[Axis, ...], placements: tuple[Placement, ...]) -> ComputeLaunch:
         return ComputeLaunch(self.plan_kernel, self.kind, placements, axes, self.stores, self.epilogue_of)

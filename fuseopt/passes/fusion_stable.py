@@ -25,10 +25,12 @@ GroupKey = tuple[int, str]
 
 
 class _BufferIndex:
-    """For each buffer, its user groups sorted by group key (kept current across fusions)."""
+    """For each buffer used by two groups or more, its user groups sorted by group key, and for
+    each group the buffers it shares so (kept current across fusions). A buffer left with one
+    user group has no neighbours to offer and leaves the index, so a kernel that keeps growing
+    costs what it absorbs and what it shares, never the whole of its own buffers."""
 
     def __init__(self, state: FusionState, key: Callable[[Group], GroupKey]):
-        self.key = key
         self.lists: dict[str, list[tuple[GroupKey, int]]] = {}
         self.keys: dict[int, GroupKey] = {}
         for g in state.groups.values():
@@ -37,30 +39,61 @@ class _BufferIndex:
             self.keys[g.gid] = key(g)
             for b in g.buffer_names():
                 self.lists.setdefault(b, []).append((self.keys[g.gid], g.gid))
-        for lst in self.lists.values():
+        self.shared: dict[int, set[str]] = {gid: set() for gid in self.keys}
+        for b, lst in list(self.lists.items()):
+            if len(lst) < 2:
+                del self.lists[b]
+                continue
             lst.sort()
+            for _, gid in lst:
+                self.shared[gid].add(b)
 
-    def replace(self, a: Group, b_gid: int, old_buffers: set[str]) -> None:
-        """Group a absorbed b_gid: drop both old entries, add a's new one."""
-        old_a = self.keys.pop(a.gid, None)
-        old_b = self.keys.pop(b_gid, None)
-        for buf in old_buffers:
-            lst = self.lists.get(buf, [])
-            for entry in ((old_a, a.gid), (old_b, b_gid)):
-                if entry[0] is None:
-                    continue
-                i = bisect.bisect_left(lst, entry)  # type: ignore[arg-type]
-                if i < len(lst) and lst[i] == entry:
-                    del lst[i]
-        self.keys[a.gid] = self.key(a)
-        for buf in a.buffer_names():
-            bisect.insort(self.lists.setdefault(buf, []), (self.keys[a.gid], a.gid))
+    def replace(self, a: int, b: int) -> None:
+        """Group a absorbed group b: b's entries become a's, and a's move where a's key changed.
+        A key is (least depth, least name): the merged group's is the two keys' least parts."""
+        old_a, old_b = self.keys.pop(a), self.keys.pop(b)
+        new = (min(old_a[0], old_b[0]), min(old_a[1], old_b[1]))
+        self.keys[a] = new
+        entry = (new, a)
+        mine, theirs = self.shared.pop(a), self.shared.pop(b)
+        if new != old_a:
+            for buf in mine:
+                self._remove(buf, (old_a, a))
+                self._insert(buf, entry)
+        for buf in theirs:
+            self._remove(buf, (old_b, b))
+            self._insert(buf, entry)
+        if len(mine) < len(theirs):
+            mine, theirs = theirs, mine
+        mine |= theirs
+        for buf in theirs:  # now shared by nobody else: no neighbours to find there
+            lst = self.lists[buf]
+            if len(lst) < 2:
+                del self.lists[buf]
+                mine.discard(buf)
+        self.shared[a] = mine
 
-    def neighbours(self, buf: str, g: Group, window: int) -> list[int]:
-        lst = self.lists.get(buf, [])
-        i = bisect.bisect_left(lst, (self.keys[g.gid], g.gid))
-        lo, hi = max(0, i - window), min(len(lst), i + 1 + window)
-        return [gid for _, gid in lst[lo:hi] if gid != g.gid]
+    def _remove(self, buf: str, entry: tuple[GroupKey, int]) -> None:
+        lst = self.lists[buf]
+        i = bisect.bisect_left(lst, entry)
+        if i < len(lst) and lst[i] == entry:
+            del lst[i]
+
+    def _insert(self, buf: str, entry: tuple[GroupKey, int]) -> None:
+        lst = self.lists[buf]
+        i = bisect.bisect_left(lst, entry)
+        if i == len(lst) or lst[i] != entry:
+            lst.insert(i, entry)
+
+    def neighbours(self, g: Group, window: int) -> list[int]:
+        """The groups within `window` of g in the lists of the buffers it shares (buffers by name)."""
+        out: dict[int, None] = {}
+        for buf in sorted(self.shared[g.gid]):
+            lst = self.lists[buf]
+            i = bisect.bisect_left(lst, (self.keys[g.gid], g.gid))
+            lo, hi = max(0, i - window), min(len(lst), i + 1 + window)
+            out.update((gid, None) for _, gid in lst[lo:hi] if gid != g.gid)
+        return list(out)
 
 
 def stable_fuse(
@@ -76,7 +109,9 @@ def stable_fuse(
         return (min(levels[m] for m in g.members), g.min_name)
 
     index = _BufferIndex(state, key)
-    heap: list[tuple[tuple[int, ...], tuple[str, ...], int, int, int, int, Score, str]] = []
+    # (negated score terms, tie-break names, gid, version, gid, version): the score is rebuilt
+    # from its terms when a pair is taken (a fan of 20,000 users queues over a million pairs).
+    heap: list[tuple[tuple[int, ...], tuple[str, ...], int, int, int, int]] = []
 
     def consider(g1: Group, g2: Group, hook: object | None) -> None:
         v = check_fusion(state, g1, g2, opts)
@@ -98,8 +133,6 @@ def stable_fuse(
             state.version[g1.gid],
             g2.gid,
             state.version[g2.gid],
-            s,
-            v.kind,
         )
         heapq.heappush(heap, item)
 
@@ -118,7 +151,7 @@ def stable_fuse(
     def drain(phase: int) -> int:
         fused = 0
         while heap:
-            _, _, ga, va, gb, vb, score, _kind = heapq.heappop(heap)
+            neg, tiebreak, ga, va, gb, vb = heapq.heappop(heap)
             if state.version.get(ga) != va or state.version.get(gb) != vb:
                 continue  # stale: one side changed since this pair was scored
             g1, g2 = state.groups[ga], state.groups[gb]
@@ -127,18 +160,14 @@ def stable_fuse(
                 reject(g1, g2, v)
                 continue
             pair = (state.label(g1), state.label(g2))
-            old_buffers = set(g1.buffer_names()) | set(g2.buffer_names())
             merged = state.fuse(g1, g2)
             absorbed = gb if merged.gid == ga else ga
+            score = Score("stable", tuple(-t for t in neg), tiebreak)
             decisions.append(Decision(len(decisions), pair, "fuse", score.to_json(), phase, v.kind))
             fused += 1
-            index.replace(merged, absorbed, old_buffers)
-            seen: set[int] = set()
-            for buf in merged.buffer_names():
-                for other in index.neighbours(buf, merged, opts.pair_window):
-                    if other not in seen:
-                        seen.add(other)
-                        consider(merged, state.groups[other], None)
+            index.replace(merged.gid, absorbed)
+            for other in index.neighbours(merged, opts.pair_window):
+                consider(merged, state.groups[other], None)
         return fused
 
     phase = 0

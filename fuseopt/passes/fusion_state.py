@@ -5,19 +5,18 @@ This is the one mutable structure of the planner; it lives only inside one call 
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from fuseopt.analysis.deps import Dep, NodeDeps, node_deps
-from fuseopt.analysis.metrics import AccessTable
+from fuseopt.analysis.metrics import AccessTable, Summary
+from fuseopt.ir.expr import Load
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, Node
-
-_MISSING = object()
+from fuseopt.passes.reach import Reach
 
 
 @dataclass
@@ -34,10 +33,12 @@ class Group:
     succ: set[int] = field(default_factory=set)
     pred: set[int] = field(default_factory=set)
     min_name: str = ""  # the smallest member name (kept current by FusionState.fuse)
+    member_set: set[str] = field(default_factory=set)  # the members (kept current by fuse)
 
     def __post_init__(self) -> None:
         if not self.min_name:
             self.min_name = min(self.members)
+        self.member_set = set(self.members)
 
     @property
     def is_reduction(self) -> bool:
@@ -55,13 +56,9 @@ class Group:
 
 
 class FusionState:
-    """Groups, their DAG and its transitive closure.
-
-    Reachability is kept as Python-int bitsets over node indices: `desc[g]` holds at least one
-    node bit of every group reachable from g, `anc[g]` of every group that reaches g (a group is
-    known by any of its members, `mask[g]`). A fusion only touches the groups that gain
-    reachability they did not have, which for the common vertical fusion of a producer and its
-    consumer is none at all; the cycle check looks at the first group's direct successors.
+    """Groups, their DAG and reachability in it (`reach.Reach`: a topological order kept across
+    fusions, searched within the window between two groups; memory linear in the graph). The
+    cycle check looks at the first group's direct successors.
     """
 
     def __init__(
@@ -77,6 +74,7 @@ class FusionState:
         self.group_of: dict[str, int] = {}
         self.groups: dict[int, Group] = {}
         writer = graph.writer()
+        self.writer = writer  # buffer -> the node that writes it
         for i, n in enumerate(graph.nodes):
             d = deps[n.name]
             kind, numel, rnumel = _node_group_shape(n)
@@ -92,47 +90,48 @@ class FusionState:
                     j = self.group_of[w]
                     self.groups[j].succ.add(i)
                     self.groups[i].pred.add(j)
-        count = len(graph.nodes)
-        self.node_group = np.arange(count, dtype=np.int64)  # node index -> gid
-        self.mask: dict[int, int] = {i: 1 << i for i in range(count)}  # a group's node bits
-        self.desc: dict[int, int] = {}
-        self.anc: dict[int, int] = {}
-        # Program order is topological: descendants from the back, ancestors from the front.
-        for i in range(count - 1, -1, -1):
-            m = 0
-            for s_ in self.groups[i].succ:
-                m |= (1 << s_) | self.desc[s_]
-            self.desc[i] = m
-        for i in range(count):
-            m = 0
-            for p in self.groups[i].pred:
-                m |= (1 << p) | self.anc[p]
-            self.anc[i] = m
+        # Program order is topological (only the cost of a query depends on it, never its answer).
+        self.reach = Reach(self.groups, range(len(graph.nodes)))
         # Versions are unique stamps (never reused), so a verdict cached for one version is valid
         # exactly when the group is in that state again (a rolled-back transformation restores it).
         self._stamps = itertools.count(1)
         self.version: dict[int, int] = dict.fromkeys(self.groups, 0)
-        self.verdicts: dict[tuple[int, int, int, int], Any] = {}
+        # (gid, gid) -> ((version, version), verdict): the latest verdict of each pair of groups
+        self.verdicts: dict[tuple[int, int], tuple[tuple[int, int], Any]] = {}
         self.single_use_cache: dict[tuple[int, int], dict[tuple[str, int], int]] = {}
-        self._memo: dict[tuple[str, int, int], Any] = {}
         self.access = AccessTable(graph)
         self.users = self.access.users
+        self.summaries: dict[int, Summary] = {}  # points read and written per buffer, by group
+        self.level_ranges: dict[int, tuple[int, int]] = {}  # (least, greatest) depth, by group
+        self._loads: dict[str, tuple[Node, tuple[Load, ...]]] = {}
 
     # -- queries ---------------------------------------------------------------------------
     def node(self, name: str) -> Node:
         """The node as transformed so far (loop-order rewrites are kept as overrides)."""
         return self.overrides.get(name) or self.graph.node(name)
 
-    def memo(self, what: str, g: Group, fn: Callable[[Group], Any]) -> Any:
-        """A per-group derived value, recomputed only when the group changes (its version)."""
-        key = (what, g.gid, self.version[g.gid])
-        hit = self._memo.get(key, _MISSING)
-        if hit is _MISSING:
-            hit = self._memo[key] = fn(g)
+    def summary(self, g: Group) -> Summary:
+        """The group's accesses (`AccessTable.summary`), merged as groups fuse."""
+        hit = self.summaries.get(g.gid)
+        if hit is None:
+            hit = self.summaries[g.gid] = self.access.summary(g.members)
         return hit
 
-    def all_deps(self, g: Group) -> dict[Dep, None]:
-        return self.memo("deps", g, lambda grp: {**grp.reads, **grp.writes})  # type: ignore[no-any-return]
+    def level_range(self, g: Group, levels: dict[str, int]) -> tuple[int, int]:
+        """(least, greatest) dependency depth of the members, merged as groups fuse."""
+        hit = self.level_ranges.get(g.gid)
+        if hit is None:
+            ls = [levels[m] for m in g.members]
+            hit = self.level_ranges[g.gid] = (min(ls), max(ls))
+        return hit
+
+    def loads(self, name: str) -> tuple[Load, ...]:
+        """The loads of a node as transformed so far, in program order of its value."""
+        node = self.node(name)
+        hit = self._loads.get(name)
+        if hit is None or hit[0] is not node:
+            hit = self._loads[name] = (node, tuple(node.reads()) if isinstance(node, ComputeNode) else ())
+        return hit[1]
 
     def current_graph(self) -> Graph:
         if not self.overrides:
@@ -175,12 +174,14 @@ class FusionState:
 
     def is_ancestor(self, a: Group, b: Group) -> bool:
         """Is there a path a -> ... -> b?"""
-        return bool(self.desc[a.gid] & self.mask[b.gid])
+        return self.reach.reaches(a.gid, b.gid)
 
     def _via(self, a: Group, b: Group) -> list[int]:
         """Successors of a, other than b, that reach b (a path a -> other kernel -> b)."""
-        mb = self.mask[b.gid]
-        return [s for s in sorted(a.succ) if s != b.gid and (self.mask[s] | self.desc[s]) & mb]
+        if len(a.succ) == 1 and b.gid in a.succ:
+            return []
+        ancestors = self.reach.ancestors_between(b.gid, a.gid)
+        return [s for s in sorted(a.succ) if s != b.gid and s in ancestors]
 
     def would_create_cycle(self, a: Group, b: Group) -> bool:
         """Would a and b as one kernel close a cycle (a path a -> other kernel -> b, or back)?
@@ -206,47 +207,52 @@ class FusionState:
         if not self.before(a, b):
             a, b = b, a
         assert not self.would_create_cycle(a, b), "fusion would create a cycle"
-        # Reachability sets hold *some* node bit of every group reached (or reaching): a merged
-        # group is known by any of its members' bits, so merging renames nothing. Only genuinely
-        # new reachability is added: a group reaching one side now reaches the other side's
-        # descendants, and a descendant of one side is now reached by the other side's ancestors.
-        mg = self.mask[a.gid] | self.mask[b.gid]
-        keep = ~mg
-        da, db = self.desc[a.gid] & keep, self.desc[b.gid] & keep
-        aa, ab = self.anc[a.gid] & keep, self.anc[b.gid] & keep
-        desc, anc = self.desc, self.anc
-        if db & ~da:
-            for g in self._groups_in(aa & ~ab):
-                desc[g] |= db
-        if da & ~db:
-            for g in self._groups_in(ab & ~aa):
-                desc[g] |= da
-        if ab & ~aa:
-            for g in self._groups_in(da & ~db):
-                anc[g] |= ab
-        if aa & ~ab:
-            for g in self._groups_in(db & ~da):
-                anc[g] |= aa
-        desc[a.gid], anc[a.gid] = da | db, aa | ab
-        self.mask[a.gid] = mg
-        del desc[b.gid], anc[b.gid], self.mask[b.gid]
+        self.reach.contract(a.gid, b.gid)
 
         self.version[a.gid] = next(self._stamps)
         del self.version[b.gid]
-        a.members = sorted(a.members + b.members, key=self.program_index.__getitem__)
-        a.min_name = min(a.min_name, b.min_name)
+        # Members in program order, the smaller side inserted into the larger (a kernel that
+        # grows at its end appends), and every record below updated with b's side only.
         for m in b.members:
             self.group_of[m] = a.gid
-        self.node_group[self.node_group == b.gid] = a.gid
+        big, small = (a.members, b.members) if len(a.members) >= len(b.members) else (b.members, a.members)
+        pos = self.program_index.__getitem__
+        if pos(small[0]) > pos(big[-1]):
+            big.extend(small)
+        else:
+            for m in small:
+                bisect.insort(big, m, key=pos)
+        a.members = big
+        a.min_name = min(a.min_name, b.min_name)
+        # The smaller side merged into the larger (each member moves O(log n) times in all).
+        if len(a.member_set) < len(b.member_set):
+            a.member_set, b.member_set = b.member_set, a.member_set
+        a.member_set |= b.member_set
+        la, lb = self.level_ranges.pop(a.gid, None), self.level_ranges.pop(b.gid, None)
+        if la is not None and lb is not None:
+            self.level_ranges[a.gid] = (min(la[0], lb[0]), max(la[1], lb[1]))
+        sa, sb = self.summaries.pop(a.gid, None), self.summaries.pop(b.gid, None)
+        if sa is not None and sb is not None:
+            if len(sa[0]) + len(sa[1]) < len(sb[0]) + len(sb[1]):
+                sa, sb = sb, sa
+            for mine, theirs in zip(sa, sb, strict=True):
+                for buf, pts in theirs.items():
+                    mine[buf] = mine.get(buf, 0) + pts
+            self.summaries[a.gid] = sa
         if b.is_reduction and not a.is_reduction:
             a.numel, a.rnumel = b.numel, b.rnumel
         if a.kind != b.kind:
             a.kind = _merged_kind(a.kind, b.kind)
         a.min_order = min(a.min_order, b.min_order)
         a.max_order = max(a.max_order, b.max_order)
-        writes = {**a.writes, **b.writes}
-        reads = {d: None for d in (*a.reads, *b.reads) if d not in writes}
-        a.reads, a.writes = reads, writes
+        # writes: a's then b's; reads: a's then b's, less what the two now write (in place, in
+        # the order a rebuilt {**a.writes, **b.writes} and its reads would have).
+        a.writes.update(b.writes)
+        for d in b.writes:
+            a.reads.pop(d, None)
+        for d in b.reads:
+            if d not in a.writes:
+                a.reads.setdefault(d, None)
         for s_ in b.succ:
             grp = self.groups[s_]
             grp.pred.discard(b.gid)
@@ -263,15 +269,6 @@ class FusionState:
         a.pred.discard(b.gid)
         del self.groups[b.gid]
         return a
-
-    def _groups_in(self, bits: int) -> set[int]:
-        """Current gids of the groups with a member among the set bits."""
-        if not bits:
-            return set()
-        raw = np.frombuffer(bits.to_bytes((bits.bit_length() + 7) // 8, "little"), dtype=np.uint8)
-        idx = np.flatnonzero(np.unpackbits(raw, bitorder="little"))
-        # Only ORs are applied to these groups, so their order does not matter.
-        return set(self.node_group[idx].tolist())
 
     def install(self, nodes: Sequence[ComputeNode], version: int | None = None) -> None:
         """Swap in loop-transformed versions of nodes (all of one group) and recompute its deps.

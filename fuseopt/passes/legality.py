@@ -10,7 +10,8 @@ Triton backend and `can_fuse_vertical`), first failing wins:
   index_mismatch    index_mismatch when it shares a buffer but indexes it differently
   too_large         more than max_fusion_size nodes
   peak_memory       single-use inputs kept alive exceed peak_memory_factor x the bytes saved
-  index_mismatch    vertical: a read of the producer's output differs from its write
+  index_mismatch    vertical: a read of the producer's output is not the element it writes at the
+                    same point of the fused kernel (`access_match.match_read`)
   would_create_cycle  a path producer -> other kernel -> consumer exists
   too_far           horizontal, inductor mode: more than max_distance apart in the node list
   size_mismatch / reduction_mismatch   the iteration spaces cannot share one kernel
@@ -20,8 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from fuseopt.analysis.deps import Dep, MemoryDep, StarDep, dep_bytes
+from fuseopt.analysis.access_match import Space, match_read
+from fuseopt.analysis.deps import Dep, StarDep, canonical_dep, dep_bytes
 from fuseopt.analysis.shapes import split_loops
+from fuseopt.ir.expr import Load
 from fuseopt.ir.graph import ComputeNode, LibraryNode
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.options import Options
@@ -30,7 +33,7 @@ from fuseopt.passes.options import Options
 REORDER_REASONS = frozenset({"index_mismatch", "no_shared_data", "size_mismatch"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     ok: bool
     reason: str = ""
@@ -66,24 +69,17 @@ def shared_memory_bytes(state: FusionState, g1: Group, g2: Group) -> int:
             if d.buffer in names1:
                 total += dep_bytes(_whole(d), state.graph)
         return total
-    deps1, deps2 = state.all_deps(g1), state.all_deps(g2)
-    small, big = (deps1, deps2) if len(deps1) <= len(deps2) else (deps2, deps1)
-    return sum(dep_bytes(d, state.graph) for d in small if d in big)
+    small, big = (g1, g2) if len(g1.reads) + len(g1.writes) <= len(g2.reads) + len(g2.writes) else (g2, g1)
+    return sum(
+        dep_bytes(d, state.graph)
+        for part in (small.reads, small.writes)
+        for d in part
+        if d in big.reads or d in big.writes
+    )
 
 
 def _whole(d: Dep) -> Dep:
     return StarDep(d.buffer)
-
-
-def _fusable_read(read: Dep, write: Dep) -> bool:
-    """Inductor's fusable_read_and_write: equal index, read sizes extending the write's."""
-    if not isinstance(read, MemoryDep) or not isinstance(write, MemoryDep):
-        return False
-    return (
-        read.terms == write.terms
-        and read.const == write.const
-        and read.sizes[: len(write.sizes)] == write.sizes
-    )
 
 
 def _member_with(state: FusionState, g: Group, dep: Dep) -> str:
@@ -121,9 +117,10 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     if g1.gid == g2.gid:
         return Verdict.no("same_kernel", "already in one kernel")
     lo, hi = (g1, g2) if g1.gid < g2.gid else (g2, g1)
-    key = (lo.gid, state.version[lo.gid], hi.gid, state.version[hi.gid])
-    cached = state.verdicts.get(key)
-    if cached is not None:
+    versions = (state.version[lo.gid], state.version[hi.gid])
+    entry = state.verdicts.get((lo.gid, hi.gid))
+    if entry is not None and entry[0] == versions:
+        cached = entry[1]
         if cached.ok and state.would_create_cycle(g1, g2):
             return _cycle_verdict(state, g1, g2, cached.memory)
         return cached
@@ -131,7 +128,9 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
         g1, g2 = g2, g1
     v = _check(state, g1, g2, opts)
     if v.intrinsic or v.ok:
-        state.verdicts[key] = v
+        # one entry per pair of groups, for their latest versions (a pair's older verdicts are
+        # never asked for again, or recomputed alike after a rolled-back transformation)
+        state.verdicts[(lo.gid, hi.gid)] = (versions, v)
     return v
 
 
@@ -263,28 +262,78 @@ def _library_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
 
 
 def _vertical_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
-    written = g1.written_buffers()
+    """Every read in g2 of a buffer g1 writes must address the element g1 writes at the same point
+    of the fused kernel (`match_read`, the check the verifier and code generation make too)."""
+    # A template's own output is read from memory by its epilogue (matched by name, as Inductor
+    # does); reads of what the epilogue's compute members write are fused and checked like any.
+    space = Space(g2.numel) if g1.kind == "template" else _fused_space(g1, g2)
+    bad: dict[Dep, str] = {}
+    for producer, node, ld in _fused_reads(state, g1, g2):
+        m = match_read(producer, ld, node, space)
+        if not m.ok:
+            dep = canonical_dep(ld.buffer, ld.index, (*node.loops, *node.reduce))
+            bad.setdefault(dep, m.reason)
+    if not bad:
+        return None
     writes_by_buf = {d.buffer: d for d in g1.writes}
-    for rd in g2.reads:
-        if rd.buffer not in written:
+    rd = next(d for d in (*g2.reads, *bad) if d in bad)
+    wd = writes_by_buf[rd.buffer]
+    n1, n2 = _member_with(state, g1, wd), _member_with(state, g2, rd)
+    how = "with an indirect index " if isinstance(rd, StarDep) else ""
+    detail = f"{rd.buffer} written by {n1} as {wd.text()} but read by {n2} {how}as {rd.text()}"
+    if rd == wd:  # the same dependency, and still not the same element at the same point
+        detail += f": {bad[rd]}"
+    return Verdict.no("index_mismatch", detail, nodes=(n1, n2), intrinsic=True)
+
+
+def _fused_reads(state: FusionState, g1: Group, g2: Group) -> list[tuple[ComputeNode, ComputeNode, Load]]:
+    """(producer in g1, reader in g2, load) for every load in g2 of a buffer g1 writes, found from
+    the smaller group's side (so a growing kernel costs its new neighbour's size, not its own)."""
+    out: list[tuple[ComputeNode, ComputeNode, Load]] = []
+    if len(g2.members) <= len(g1.members):
+        for m in g2.members:
+            for ld in state.loads(m):
+                w = state.writer.get(ld.buffer)
+                if w is not None and state.group_of[w] == g1.gid and isinstance(state.node(w), ComputeNode):
+                    out.append((_compute(state, w), _compute(state, m), ld))
+        return out
+    for w in g1.members:
+        producer = state.node(w)
+        if not isinstance(producer, ComputeNode):
             continue
-        wd = writes_by_buf[rd.buffer]
-        if g1.kind == "template" or _fusable_read(rd, wd):
-            continue
-        n1, n2 = _member_with(state, g1, wd), _member_with(state, g2, rd)
-        how = "with an indirect index " if isinstance(rd, StarDep) else ""
-        return Verdict.no(
-            "index_mismatch",
-            f"{rd.buffer} written by {n1} as {wd.text()} but read by {n2} {how}as {rd.text()}",
-            nodes=(n1, n2),
-            intrinsic=True,
-        )
-    return None
+        for r in state.users.get(producer.output, ()):
+            if state.group_of[r] == g2.gid and isinstance(state.node(r), ComputeNode):
+                out.extend(
+                    (producer, _compute(state, r), ld)
+                    for ld in state.loads(r)
+                    if ld.buffer == producer.output
+                )
+    return out
+
+
+def _compute(state: FusionState, name: str) -> ComputeNode:
+    node = state.node(name)
+    assert isinstance(node, ComputeNode)
+    return node
+
+
+def _fused_space(g1: Group, g2: Group) -> Space:
+    """The iteration space of g1 and g2 as one kernel (the numel rule has already passed)."""
+    red = g1 if g1.is_reduction else g2 if g2.is_reduction else None
+    return Space(red.numel, red.rnumel) if red is not None else Space(g1.numel)
 
 
 def _shape_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | str | None:
     """Inductor's backend rule on (numel, rnumel). Returns a failing Verdict, a fusion kind, or None."""
     if g1.kind == "template":
+        tmpl = next(n for m in g1.members if isinstance(n := state.node(m), LibraryNode))
+        out = state.graph.buffer(tmpl.output)
+        if g2.numel != out.numel:  # the epilogue runs over the template's output, point by point
+            return Verdict.no(
+                "size_mismatch",
+                f"epilogue {_label(g2)} has numel {g2.numel}; template {tmpl.name}'s output "
+                f"{tmpl.output} has {out.numel}",
+            )
         return "template-epilogue"
     if not g1.is_reduction and not g2.is_reduction:
         if g1.numel != g2.numel:

@@ -6,6 +6,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 SCORINGS = ("stable", "inductor")
+# The largest max_fusion_size accepted: a fusion costs time linear in the group it absorbs, so
+# planning is O(nodes x max_fusion_size); 1024 nodes in one kernel is far past any real kernel.
+MAX_FUSION_SIZE_LIMIT = 1024
 
 
 @dataclass(frozen=True)
@@ -22,8 +25,8 @@ class Options:
     def __post_init__(self) -> None:
         if self.scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {SCORINGS}")
-        if self.max_fusion_size < 1:
-            raise ValueError("max_fusion_size must be >= 1")
+        if not 1 <= self.max_fusion_size <= MAX_FUSION_SIZE_LIMIT:
+            raise ValueError(f"max_fusion_size must be in 1..{MAX_FUSION_SIZE_LIMIT}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

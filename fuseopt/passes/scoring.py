@@ -24,7 +24,7 @@ INDUCTOR_TERMS = ("template", "node_type", "memory", "buffer_overlap", "proximit
 STABLE_TERMS = ("template", "bytes_saved", "node_type", "closeness")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Score:
     mode: str
     terms: tuple[int, ...]
@@ -74,22 +74,14 @@ def inductor_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:
 
 
 def stable_score(state: FusionState, g1: Group, g2: Group, memory: int, levels: dict[str, int]) -> Score:
-    summaries = (
-        state.memo("summary", g1, lambda g: state.access.summary(g.members)),
-        state.memo("summary", g2, lambda g: state.access.summary(g.members)),
-    )
-    saved = state.access.saved_bytes(g1.members, g2.members, summaries)
+    summaries = (state.summary(g1), state.summary(g2))
+    saved = state.access.saved_bytes(g1.members, g2.members, summaries, (g1.member_set, g2.member_set))
     node_type = int(g1.is_reduction == g2.is_reduction and memory > 0)
-    lo1, hi1 = state.memo("levels", g1, lambda g: _level_range(g, levels))
-    lo2, hi2 = state.memo("levels", g2, lambda g: _level_range(g, levels))
+    lo1, hi1 = state.level_range(g1, levels)
+    lo2, hi2 = state.level_range(g2, levels)
     closeness = -max(abs(lo1 - hi2), abs(lo2 - hi1))
     names = tuple(sorted((state.label(g1), state.label(g2))))
     return Score("stable", (_template_score(g1, g2, memory), saved, node_type, closeness), names)
-
-
-def _level_range(g: Group, levels: dict[str, int]) -> tuple[int, int]:
-    ls = [levels[m] for m in g.members]
-    return min(ls), max(ls)
 
 
 def stable_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:

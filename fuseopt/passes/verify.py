@@ -1,16 +1,17 @@
 """The one invariant checker every test (and `--verify`) runs on a plan.
 
 Invariants: every node is in exactly one kernel; the kernel graph is acyclic; each kernel's
-iteration space is consistent; every producer/consumer pair inside a kernel is index-compatible.
+iteration space is consistent; every fused read inside a kernel addresses the element its
+producer writes at the same point (`access_match.match_read`: the planner's and code
+generation's check too).
 """
 
 from __future__ import annotations
 
-from fuseopt.analysis.deps import graph_deps
+from fuseopt.analysis.access_match import match_read, space_of
 from fuseopt.analysis.shapes import split_loops
 from fuseopt.errors import CheckFailed, Diagnostic
 from fuseopt.ir.graph import ComputeNode, Graph
-from fuseopt.passes.legality import _fusable_read
 from fuseopt.plan import Plan
 
 
@@ -43,7 +44,6 @@ def check(graph: Graph, plan: Plan) -> list[str]:
                     f"kernel {plan.kernels[where[w]].name} (writes {b}) runs after its reader "
                     f"{n.name} in {plan.kernels[where[n.name]].name}: the kernel graph has a cycle"
                 )
-    deps = graph_deps(graph)
     for k in plan.kernels:
         nodes = [graph.node(m) for m in k.nodes]
         compute = [n for n in nodes if isinstance(n, ComputeNode)]
@@ -73,12 +73,17 @@ def check(graph: Graph, plan: Plan) -> list[str]:
         elif len({p.numel for p in compute}) > 1:
             out.append(f"kernel {k.name}: pointwise nodes of different numel")
         inside = set(k.nodes)
+        space = space_of(compute)
+        if space is None:
+            continue
         for n in compute:
-            for rd in deps[n.name].reads:
-                w = writer.get(rd.buffer)
+            for ld in n.reads():
+                w = writer.get(ld.buffer)
                 if w is None or w not in inside or w == n.name:
                     continue
-                wd = deps[w].writes[0]
-                if not _fusable_read(rd, wd):
-                    out.append(f"kernel {k.name}: {n.name} reads {rd.text()} but {w} writes {wd.text()}")
+                producer = graph.node(w)
+                assert isinstance(producer, ComputeNode)
+                m = match_read(producer, ld, n, space)
+                if not m.ok:
+                    out.append(f"kernel {k.name}: {m.reason}")
     return out
