@@ -19,6 +19,7 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen import CodegenError, CodegenOptions, emit_module, split_loops, write_module
 from fuseopt.codegen.indexing import Digit, canonical_index, decompose
 from fuseopt.codegen.rules import divisor_reciprocal
@@ -143,7 +144,7 @@ def test_transpose_uses_2d_tile() -> None:
 
 def test_fused_read_at_another_point_is_rejected() -> None:
     g = graph(APBT)  # n1 not reordered: n2 reads buf1 where n1 wrote another element
-    with pytest.raises(CodegenError, match="not the element 'n1' writes"):
+    with pytest.raises(FusedReadMismatch, match="not the element 'n1' writes"):
         emit_module(g, plan_of(g, [["n0", "n1", "n2"]]))
 
 

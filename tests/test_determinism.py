@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from fuseopt.aot.determinism import (
     check_permutations,
     compare_variant,
+    fuseopt_command,
     permutation_rng,
     permuted,
     random_topological_order,
@@ -88,6 +90,25 @@ def test_cli_stable_passes_with_fresh_processes() -> None:
     )
     assert r.exit_code == 0, r.output
     assert "deterministic" in r.output and "8 variants" in r.output
+
+
+def test_fresh_processes_import_this_fuseopt_not_the_working_directorys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started from a directory holding another `fuseopt/` package, the children still plan with
+    the parent's fuseopt (a bare `python -m fuseopt` would import the cwd's and fail)."""
+    bogus = tmp_path / "fuseopt"
+    bogus.mkdir()
+    (bogus / "__init__.py").write_text('raise ImportError("the working directory\'s fuseopt")\n')
+    (bogus / "__main__.py").write_text('raise SystemExit("the working directory\'s fuseopt")\n')
+    monkeypatch.chdir(tmp_path)
+    r = _invoke("check-determinism", str(SEED), "--permutations", "0", "--processes", "2")
+    assert r.exit_code == 0, r.output
+    assert "deterministic: all 2 variants" in r.output
+    cmd = fuseopt_command("validate", str(SEED))
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "ok " in proc.stdout
 
 
 def test_cli_inductor_fails_and_reports_decision_and_term() -> None:

@@ -5,9 +5,9 @@ permutations that keep it valid: a random topological order of the nodes (every 
 its writer) and a random order of the buffer list; the permutations are a pure function of
 `seed`. Plans are compared as `compare.compare_plans` does (kernels as node sets, decisions as the
 node sets they fused, with their scores); kernel names are positional, so they are not compared
-here. `check_processes` runs `python -m fuseopt optimize --format json` in fresh processes with
-different PYTHONHASHSEED values and requires byte-identical plans (and generated kernels.py, when
-code generation exists in this build).
+here. `check_processes` runs `fuseopt optimize --format json` in fresh processes (importing this
+process's fuseopt, see `fuseopt_command`) with different PYTHONHASHSEED values and requires
+byte-identical plans (and generated kernels.py, when code generation exists in this build).
 """
 
 from __future__ import annotations
@@ -188,8 +188,30 @@ def _first_line_difference(a: str, b: str, what: str) -> str:
     return f"{what} differs"
 
 
+# A child started as `python -m fuseopt` imports whatever `fuseopt/` its working directory holds
+# (sys.path[0] is the cwd), which need not be this one; Python 3.10 has no -P. The bootstrap drops
+# -c's cwd entry and puts the directory holding this process's `fuseopt` package first.
+_BOOTSTRAP = """\
+import sys
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
+sys.path.insert(0, sys.argv[1])
+from fuseopt.cli.main import main
+main(sys.argv[2:])
+"""
+
+
+def fuseopt_command(*args: str) -> list[str]:
+    """argv that runs `fuseopt ARGS...` in a fresh interpreter on the same fuseopt as this process,
+    whatever the child's working directory holds."""
+    import fuseopt
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(fuseopt.__file__)))
+    return [sys.executable, "-c", _BOOTSTRAP, root, *args]
+
+
 def optimize_command(path: str, opts: Options, out_dir: str) -> list[str]:
-    cmd = [sys.executable, "-m", "fuseopt", "optimize", path, "--format", "json", "-o", out_dir]
+    cmd = fuseopt_command("optimize", path, "--format", "json", "-o", out_dir)
     cmd += ["--scoring", opts.scoring, "--max-fusion-size", str(opts.max_fusion_size)]
     if not opts.loop_order:
         cmd.append("--no-loop-order")

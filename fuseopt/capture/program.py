@@ -11,15 +11,21 @@ from typing import Any
 from fuseopt.capture.errors import CaptureError
 
 
-def load_function(target: str) -> Callable[..., Any]:
-    """Import FILE.py as a fresh module (its directory first on sys.path while it loads) and return
-    its attribute FUNCTION (a dotted path such as `Block.forward` is followed)."""
+def split_target(target: str) -> tuple[str, str]:
+    """`FILE.py:FUNCTION` -> (FILE.py, which must exist, and FUNCTION), importing nothing."""
     path_text, sep, attr = target.rpartition(":")
     if not sep or not path_text or not attr:
         raise CaptureError(f"expected FILE.py:FUNCTION, got {target!r}", code="usage")
-    path = Path(path_text)
-    if not path.is_file():
+    if not Path(path_text).is_file():
         raise CaptureError(f"no such file: {path_text}", file=path_text, code="usage")
+    return path_text, attr
+
+
+def load_function(target: str) -> Callable[..., Any]:
+    """Import FILE.py as a fresh module (its directory first on sys.path while it loads) and return
+    its attribute FUNCTION (a dotted path such as `Block.forward` is followed)."""
+    path_text, attr = split_target(target)
+    path = Path(path_text)
     spec = importlib.util.spec_from_file_location(f"_fuseopt_capture_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise CaptureError(f"cannot load {path_text} as a Python module", file=path_text, code="usage")

@@ -2,7 +2,8 @@
 
 Contract: `build_graph` either returns a `Graph` in which every name resolves, every expression is
 parsed and typed, the program order is valid, every library call's shapes and dtypes agree and
-every access stays inside its storage -- or raises one `InputError` that carries all the
+every access stays inside its storage and every non-input buffer is written whole, each element
+exactly once (`fuseopt.ir.coverage`) -- or raises one `InputError` that carries all the
 diagnostics, each with a JSON pointer (and, for expressions, a span).
 
 Errors do not cascade: a node whose value is broken still counts as the writer of the buffer its
@@ -20,6 +21,7 @@ from types import MappingProxyType
 from fuseopt.errors import DiagnosticSink, ExprError, FuseoptError
 from fuseopt.ir import models
 from fuseopt.ir.bounds import check_node_bounds
+from fuseopt.ir.coverage import layout_problem, store_problem
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import KEYWORDS, Expr, Load, Reduce, Var, walk
 from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode, LoopVar, Node
@@ -130,6 +132,7 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
     sink = DiagnosticSink(file=file)
     buffers = _build_buffers(model, sink)
     bufmap = {b.name: b for b in buffers}
+    overlapping = _check_layouts(buffers, sink)
     dtypes = {b.name: b.dtype for b in buffers}
     roles = {b.name: b.role for b in buffers}
 
@@ -148,7 +151,13 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
             node: Node | None = _build_library(raw, ptr, bufmap, written, targets, sink)
             target = _target_name(raw, roles)
         else:
+            n_errors = len(sink.items)
             node, target = _build_compute(raw, ptr, bufmap, dtypes, roles, written, targets, sink)
+            # Whole writes are proven only for a store that is otherwise sound (in bounds).
+            if node is not None and len(sink.items) == n_errors and node.output not in overlapping:
+                problem = store_problem(node, bufmap[node.output])
+                if problem is not None:
+                    sink.add_error(ExprError(problem, raw.store, node.store.span, "coverage"), f"{ptr}/store")
         if target is not None:
             if target in written:
                 sink.add(
@@ -212,6 +221,17 @@ def _build_buffers(model: models.Graph, sink: DiagnosticSink) -> list[BufferInfo
             sink.add(f"storage of {info.storage_size} elements is too large", ptr, code="limit")
         out.append(info)
     return out
+
+
+def _check_layouts(buffers: list[BufferInfo], sink: DiagnosticSink) -> set[str]:
+    """Written buffers need one storage position per element; the names of those that lack it."""
+    bad = set()
+    for b in buffers:
+        problem = None if b.role == "input" else layout_problem(b)
+        if problem is not None:
+            sink.add(problem, f"/buffers/{_ptr_escape(b.name)}/stride", code="layout")
+            bad.add(b.name)
+    return bad
 
 
 def _check_loops(

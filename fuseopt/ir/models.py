@@ -7,9 +7,10 @@ from `Graph` (`fuseopt schema`).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from fuseopt.ir.dtypes import DType
 
@@ -24,6 +25,10 @@ MAX_INT = 2**63 - 1
 MAX_DIMS = 32  # entries of a loops/reduce list, and dims of a buffer's shape/stride
 MAX_ITEMS = 1_000_000  # buffers, and nodes
 MAX_CHOICES = 1024  # autotuning candidates of one template
+# Template choice names: free text on one line, i.e. no C0/C1 control characters and no U+2028 or
+# U+2029 (lone surrogates never get this far: pydantic rejects them in every string).
+CHOICE_NAME_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]+$"
+_LINE_BREAKING = re.compile(r"[\u0000-\u001f\u007f-\u009f\u2028\u2029]")
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 LoopSize = Annotated[int, Field(ge=1, le=MAX_LOOP_SIZE, strict=True)]
@@ -92,8 +97,26 @@ class ReductionNode(_Frozen):
     value: Expression = Field(description="Exactly one top-level reduction call.")
 
 
+def _one_line(name: str) -> str:
+    bad = _LINE_BREAKING.search(name)
+    if bad is not None:
+        raise ValueError(
+            f"a choice name is one line of text: no control characters or line separators "
+            f"(found {bad.group()!r} at character {bad.start()})"
+        )
+    return name
+
+
 class Choice(_Frozen):
-    name: Annotated[str, Field(min_length=1, max_length=128)]
+    """An autotuning candidate. `name` is free text on one line (no control characters or line
+    separators), such as `triton_mm_4` or `extern_mm`; generated code holds it only as a string
+    literal."""
+
+    name: Annotated[
+        str,
+        Field(min_length=1, max_length=128, json_schema_extra={"pattern": CHOICE_NAME_PATTERN}),
+        AfterValidator(_one_line),
+    ]
     time_us: Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -112,7 +135,7 @@ class TemplateNode(_Frozen):
     inputs: tuple[Name, ...] = Field(min_length=1)
     output: Name
     choices: tuple[Choice, ...] = Field(min_length=1, max_length=MAX_CHOICES)
-    epilogue_fusion: bool = False
+    epilogue_fusion: Annotated[bool, Field(strict=True)] = False  # not 1, not 'yes'
 
 
 def _node_kind(data: Any) -> str:
