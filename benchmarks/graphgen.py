@@ -35,33 +35,60 @@ def make_graph(n: int, seed: int = 0, rows: int = 64, cols: int = 128) -> dict[s
             name = f"b{i}"
             if kind == "pw" or (kind == "bcast" and not rowbufs):
                 buffers[name] = {"shape": [rows, cols], "dtype": "float32"}
-                nodes.append({"name": f"n{i}", "loops": [["i0", rows], ["i1", cols]],
-                              "store": f"{name}[{cols}*i0 + i1]",
-                              "value": f"relu({src}[{cols}*i0 + i1] * 2 + {xt}[i0 + {rows}*i1])"})
+                nodes.append(
+                    {
+                        "name": f"n{i}",
+                        "loops": [["i0", rows], ["i1", cols]],
+                        "store": f"{name}[{cols}*i0 + i1]",
+                        "value": f"relu({src}[{cols}*i0 + i1] * 2 + {xt}[i0 + {rows}*i1])",
+                    }
+                )
                 recent.append(name)
             elif kind == "pwt":
                 buffers[name] = {"shape": [rows, cols], "stride": [1, rows], "dtype": "float32"}
-                nodes.append({"name": f"n{i}", "loops": [["i0", cols], ["i1", rows]],
-                              "store": f"{name}[i1 + {rows}*i0]",
-                              "value": f"sigmoid({src}[{cols}*i1 + i0]) + {w}[i0]"})
+                nodes.append(
+                    {
+                        "name": f"n{i}",
+                        "loops": [["i0", cols], ["i1", rows]],
+                        "store": f"{name}[i1 + {rows}*i0]",
+                        "value": f"sigmoid({src}[{cols}*i1 + i0]) + {w}[i0]",
+                    }
+                )
                 recent.append(name)
             elif kind == "red":
                 buffers[name] = {"shape": [rows], "dtype": "float32"}
-                nodes.append({"name": f"n{i}", "loops": [["i0", rows]], "reduce": [["r0", cols]],
-                              "store": f"{name}[i0]", "value": f"sum({src}[{cols}*i0 + r0] * {w}[r0])"})
+                nodes.append(
+                    {
+                        "name": f"n{i}",
+                        "loops": [["i0", rows]],
+                        "reduce": [["r0", cols]],
+                        "store": f"{name}[i0]",
+                        "value": f"sum({src}[{cols}*i0 + r0] * {w}[r0])",
+                    }
+                )
                 rowbufs.append(name)
             elif kind == "bcast":
                 r = rng.choice(rowbufs)
                 buffers[name] = {"shape": [rows, cols], "dtype": "float32"}
-                nodes.append({"name": f"n{i}", "loops": [["i0", rows], ["i1", cols]],
-                              "store": f"{name}[{cols}*i0 + i1]",
-                              "value": f"{src}[{cols}*i0 + i1] - {r}[i0]"})
+                nodes.append(
+                    {
+                        "name": f"n{i}",
+                        "loops": [["i0", rows], ["i1", cols]],
+                        "store": f"{name}[{cols}*i0 + i1]",
+                        "value": f"{src}[{cols}*i0 + i1] - {r}[i0]",
+                    }
+                )
                 recent.append(name)
             else:  # a sibling of the last node: reads the same input, different op
                 buffers[name] = {"shape": [rows, cols], "dtype": "float32"}
-                nodes.append({"name": f"n{i}", "loops": [["i0", rows], ["i1", cols]],
-                              "store": f"{name}[{cols}*i0 + i1]",
-                              "value": f"tanh({src}[{cols}*i0 + i1])"})
+                nodes.append(
+                    {
+                        "name": f"n{i}",
+                        "loops": [["i0", rows], ["i1", cols]],
+                        "store": f"{name}[{cols}*i0 + i1]",
+                        "value": f"tanh({src}[{cols}*i0 + i1])",
+                    }
+                )
                 recent.append(name)
         carry = recent[-1]
         block += 1

@@ -14,6 +14,8 @@ from fuseopt.interp import InterpError, logical_outputs, logical_view, make_inpu
 from fuseopt.interp.inputs import DEFAULT_INT_RANGE, index_value_ranges
 from fuseopt.interp.run import chunks
 from fuseopt.ir.graph import Graph
+from fuseopt.ir.parser import parse_expr_text
+from tests.test_bounds import evaluate
 from tests.torch_programs import inputs_from, make_graph
 
 Tensor = torch.Tensor
@@ -106,6 +108,67 @@ def test_nested_masks() -> None:
     x = torch.arange(6.0) * 10
     st = run_graph(g, inputs_from(g, x=x))
     assert st["out"].tolist() == [7.0, 5.0, 10.0, 30.0, 50.0, 70.0]
+
+
+def test_a_masked_floor_divided_index_reads_its_own_element() -> None:
+    """Masked-off lanes must not see a rewritten index: the divisor-1 guard of value arithmetic
+    once turned `x[i0 // 2]` into `x[i0]` there (IndexError for i0 >= 4 on a 4-element x)."""
+    g = make_graph(
+        {"x": _io([4]), "out": _io([8], role="output")},
+        [_node("masked(i0 < 3, x[i0 // 2] + cast(index(i0 % 3), float32), -1.0)", "out[i0]", [["i0", 8]])],
+    )
+    x = torch.tensor([10.0, 20.0, 30.0, 40.0])
+    assert run_graph(g, inputs_from(g, x=x))["out"].tolist() == [10.0, 11.0, 22.0] + [-1.0] * 5
+
+
+_INDEX_OPS = ("+", "*", "//", "%", "min", "max")
+
+
+@st.composite
+def _masked_index_graphs(draw: st.DrawFn) -> tuple[Graph, list[list[int]], str, str]:
+    """A node reading x[e] under a mask, e built of + * // % min max over two loop variables
+    (non-negative, so its largest value sizes x)."""
+    n0, n1 = draw(st.integers(1, 5)), draw(st.integers(1, 6))
+
+    def expr(depth: int) -> str:
+        if depth == 0 or draw(st.integers(0, 2)) == 0:
+            return draw(st.sampled_from(("i0", "i1", "i0", "i1", "2", "5")))
+        op = draw(st.sampled_from(_INDEX_OPS))
+        a = expr(depth - 1)
+        if op in ("//", "%", "*"):
+            return f"({a}) {op} {draw(st.integers(1, 4))}"
+        b = expr(depth - 1)
+        return f"{op}({a}, {b})" if op in ("min", "max") else f"({a}) + ({b})"
+
+    index = expr(3)
+    cond = draw(
+        st.sampled_from(
+            (f"i0 < {draw(st.integers(0, n0))}", f"i0 + i1 >= {draw(st.integers(0, n0 + n1))}",
+             "i1 % 2 == 0", f"(i0 >= 1) & (i1 < {draw(st.integers(0, n1))})")
+        )
+    )  # fmt: skip
+    e = parse_expr_text(index)
+    box = [[evaluate(e, {"i0": a, "i1": b}) for b in range(n1)] for a in range(n0)]
+    size = max(max(row) for row in box) + 1
+    value = f"masked({cond}, x[{index}] + cast(index({index}), float32), -1.0)"
+    g = make_graph(
+        {"x": _io([size]), "out": _io([n0, n1], role="output")},
+        [_node(value, f"out[{n1}*i0 + i1]", [["i0", n0], ["i1", n1]])],
+    )
+    return g, box, cond, index
+
+
+@settings(max_examples=60, deadline=None)
+@given(_masked_index_graphs())
+def test_masked_loads_with_divided_indices_match_brute_force(case: tuple[Graph, list[list[int]], str, str]) -> None:
+    g, box, cond, _ = case
+    st_ = run_graph(g)
+    x, out = st_["x"], st_["out"].reshape(len(box), len(box[0]))
+    c = parse_expr_text(cond)
+    for i0, row in enumerate(box):
+        for i1, k in enumerate(row):
+            want = float(x[k]) + k if evaluate(c, {"i0": i0, "i1": i1}) else -1.0
+            assert float(out[i0, i1]) == pytest.approx(want), (cond, i0, i1)
 
 
 def test_masked_load_out_of_bounds_where_cond_holds_names_the_node() -> None:
