@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import re
@@ -12,14 +13,18 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from fuseopt.cli.main import _register, cli
 from fuseopt.io.load import load_graph, load_text, parse_text
+from fuseopt.ir.graph import Graph
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
+from fuseopt.plan import Plan
+from fuseopt.report.escaping import html_text
 from fuseopt.report.html import graph_svg, kernel_source, plan_page
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -32,6 +37,54 @@ def _rect(el: ET.Element) -> tuple[int, int, int, int]:
     return tuple(int(el.get(k, "0")) for k in ("x", "y", "width", "height"))  # type: ignore[return-value]
 
 
+def _expected_edges(g: Graph, plan: Plan) -> set[tuple[str, str, str]]:
+    """What the picture must draw, from the graph and plan alone: (from box, to box, buffer)."""
+    where = {m: k.name for k in plan.kernels for m in k.nodes}
+    writer = g.writer()
+    out = set()
+    for n in g.nodes:
+        for b in n.read_buffers():
+            w = writer.get(b)
+            if w is None:
+                out.add((f"i-{b}", f"k-{where[n.name]}", b))
+            elif where[w] != where[n.name]:
+                out.add((f"k-{where[w]}", f"k-{where[n.name]}", b))
+            elif w != n.name:
+                out.add((f"n-{w}", f"n-{n.name}", b))
+    out |= {(f"k-{where[writer[b.name]]}", f"o-{b.name}", b.name) for b in g.outputs if b.name in writer}
+    return out
+
+
+def _path_points(d: str) -> list[tuple[float, float]]:
+    """Points along an SVG path of M, L and C commands (what the picture draws)."""
+    toks = re.findall(r"[MLC]|-?[0-9.]+", d)
+    pts: list[tuple[float, float]] = []
+    i = 0
+    while i < len(toks):
+        cmd, i = toks[i], i + 1
+        n = {"M": 1, "L": 1, "C": 3}[cmd]
+        xy = [(float(toks[i + 2 * j]), float(toks[i + 2 * j + 1])) for j in range(n)]
+        i += 2 * n
+        if cmd == "M":
+            pts.append(xy[0])
+            continue
+        p0 = pts[-1]
+        ctrl = [p0, *xy] if cmd == "C" else [p0, p0, xy[0], xy[0]]
+        for k in range(1, 41):
+            t = k / 40
+            r = 1 - t
+            pts.append(
+                tuple(  # type: ignore[arg-type]
+                    r**3 * ctrl[0][c]
+                    + 3 * r * r * t * ctrl[1][c]
+                    + 3 * r * t * t * ctrl[2][c]
+                    + t**3 * ctrl[3][c]
+                    for c in (0, 1)
+                )
+            )
+    return pts
+
+
 @pytest.mark.parametrize(
     ("sample", "opts"),
     [
@@ -39,42 +92,99 @@ def _rect(el: ET.Element) -> tuple[int, int, int, int]:
         ("jit_aot.yaml", Options(max_fusion_size=1)),
         ("apbt.yaml", Options(loop_order=False)),
         ("softmax_bias_t.yaml", Options()),
+        ("captured/attention_block.json", Options()),
+        ("captured/mlp_block.json", Options()),
+        ("extern_mm.yaml", Options()),
     ],
 )
 def test_picture_layout_invariants(sample: str, opts: Options) -> None:
-    """Every node inside its kernel's box, boxes disjoint, every edge pointing down, one cluster per kernel."""
+    """One cluster per kernel holding its nodes; every box disjoint from the others of its level;
+    every plan edge drawn once, from box border to box border, labelled with its buffer, never
+    entering a box it does not join; graph inputs and outputs drawn."""
     g = load_graph(SAMPLES / sample)
     stage = optimize(g, opts)
     svg = ET.fromstring(graph_svg(g, stage.plan, "g0", stage.graph))
-    kernels = svg.findall(f"{SVG}g[@class]")
-    kernels = [k for k in kernels if "kernel" in (k.get("class") or "").split()]
+    kernels = [k for k in svg.findall(f"{SVG}g[@class]") if "kernel" in (k.get("class") or "").split()]
     assert [k.get("data-kernel") for k in kernels] == [k.name for k in stage.plan.kernels]
-    boxes = {}
-    node_boxes = {}
+    boxes: dict[str, tuple[int, int, int, int]] = {}
+    level: dict[str, str] = {}
+    for el in svg.iter(f"{SVG}rect"):
+        if el.get("data-box"):
+            boxes[el.get("id", "")] = _rect(el)
+            level[el.get("id", "")] = el.get("data-in", "")
     for kg, kernel in zip(kernels, stage.plan.kernels, strict=True):
-        rect = kg.find(f"{SVG}rect")
-        assert rect is not None
-        kx, ky, kw, kh = boxes[kernel.name] = _rect(rect)
+        kid = f"g0-k-{kernel.name}"
+        kx, ky, kw, kh = boxes[kid]
         nodes = kg.findall(f"{SVG}g[@data-node]")
         assert [n.get("data-node") for n in nodes] == list(kernel.nodes)
-        for n in nodes:
-            r = n.find(f"{SVG}rect")
-            assert r is not None
-            x, y, w, h = node_boxes[n.get("data-node")] = _rect(r)
-            assert kx <= x and x + w <= kx + kw and ky <= y and y + h <= ky + kh
-    items = list(boxes.values())
-    for i, a in enumerate(items):
-        for b in items[i + 1 :]:
-            assert a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1]
-    edges = svg.findall(f"{SVG}g[@class='edges']/{SVG}path")
-    writer = g.writer()
-    expected = {(writer[b], n.name) for n in g.nodes for b in n.read_buffers() if b in writer}
-    assert {(e.get("data-from"), e.get("data-to")) for e in edges} == expected
-    for e in edges:
-        nums = [int(v) for v in re.findall(r"-?\d+", e.get("d", ""))]
-        assert nums[-1] > nums[1]  # ends below where it starts
-        src, dst = node_boxes[e.get("data-from")], node_boxes[e.get("data-to")]
-        assert src[1] + src[3] <= dst[1]
+        for bid, where in level.items():
+            if where == kid:
+                x, y, w, h = boxes[bid]
+                assert kx <= x and x + w <= kx + kw and ky <= y and y + h <= ky + kh
+    ids = list(boxes)
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            if level[a] == level[b]:
+                (ax, ay, aw, ah), (bx, by, bw, bh) = boxes[a], boxes[b]
+                assert ax + aw <= bx or bx + bw <= ax or ay + ah <= by or by + bh <= ay, (a, b)
+    inputs = {b for n in g.nodes for b in n.read_buffers() if b not in g.writer()}
+    assert {i for i in ids if i.startswith("g0-i-")} == {f"g0-i-{b}" for b in inputs}
+    assert {i for i in ids if i.startswith("g0-o-")} == {f"g0-o-{b.name}" for b in g.outputs}
+    drawn = []
+    for e in svg.iter(f"{SVG}path"):
+        if "edge" not in (e.get("class") or "").split():
+            continue
+        src, dst, buf = e.get("data-from", ""), e.get("data-to", ""), e.get("data-buffer", "")
+        drawn.append((src[3:], dst[3:], buf))
+        label = svg.find(f".//*[@id='{e.get('data-label')}']/..")
+        assert label is not None and buf in re.split(r"[^A-Za-z0-9_]+", "".join(label.itertext()))
+        pts = _path_points(e.get("d", ""))
+        (sx, sy, sw, sh), (tx, ty, tw, _) = boxes[src], boxes[dst]
+        assert sx <= pts[0][0] <= sx + sw and pts[0][1] == sy + sh  # leaves the bottom border
+        assert tx <= pts[-1][0] <= tx + tw and pts[-1][1] == ty  # the arrow ends on the top border
+        for bid, (x, y, w, h) in boxes.items():
+            if bid in (e.get("data-in"), e.get("data-label")):
+                continue
+            assert not any(x + 1 < px < x + w - 1 and y + 1 < py < y + h - 1 for px, py in pts), (
+                src,
+                dst,
+                bid,
+            )
+    assert sorted(drawn) == sorted(_expected_edges(g, stage.plan))
+
+
+def test_picture_does_not_depend_on_the_input_order() -> None:
+    """Buffers and nodes listed in another (valid) order: the same plan, the same picture."""
+    doc = parse_text((SAMPLES / "captured" / "mlp_block.json").read_text(), "mlp_block.json")
+    g = load_text(json.dumps(doc), "a.json")
+    doc["buffers"] = dict(reversed(list(doc["buffers"].items())))
+    g2 = load_text(json.dumps(doc), "b.json")
+    s1, s2 = optimize(g, Options()), optimize(g2, Options())
+    assert s1.plan.kernels == s2.plan.kernels
+    assert graph_svg(g, s1.plan, "g0", s1.graph) == graph_svg(g2, s2.plan, "g0", s2.graph)
+
+
+def test_kernel_details_show_nodes_reasons_and_source() -> None:
+    g = load_graph(SAMPLES / "captured" / "mlp_block.json")
+    stage = optimize(g, Options())
+    page = plan_page("mlp_block.json", g, stage)
+    blocks = dict(re.findall(r'<div class="kdetail" data-detail="(k\d+)" hidden>(.*?)</div>', page, re.S))
+    assert list(blocks) == [k.name for k in stage.plan.kernels]
+    for k in stage.plan.kernels:
+        body = blocks[k.name]
+        for m in k.nodes:
+            assert f"<td><code>{m}</code></td>" in body
+        assert f"{k.bytes:,} bytes moved" in body
+    # k2 (op5) sits between two extern kernels: both refusals are shown with their reasons.
+    k2 = blocks[stage.plan.kernel_of("op5").name]
+    assert k2.count('<span class="reason">extern</span>') == 2 and "(neighbour)" in k2
+    assert "def triton_poi" in k2 and "# in call():" in k2
+    k1 = blocks[stage.plan.kernel_of("op4").name]  # an extern call: its torch call, no Triton kernel
+    assert "torch.mm(" in k1 and "@triton.jit" not in k1
+    for r in stage.plan.rejected:
+        ka, kb = stage.plan.kernel_of(r.pair[0]).name, stage.plan.kernel_of(r.pair[1]).name
+        if ka != kb:
+            assert html_text(r.detail) in blocks[ka] and html_text(r.detail) in blocks[kb]
 
 
 def test_page_is_self_contained_deterministic_and_escaped(tmp_path: Path) -> None:
@@ -116,7 +226,8 @@ def test_optimize_html_option(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["optimize", str(SAMPLES / "jit_aot.yaml"), "--html", str(out)])
     assert res.exit_code == 0, res.output
     page = out.read_text()
-    assert page.count('class="kernel kind-') == 3 and "<svg" in page
+    rows = len(re.findall(r'<tr data-kernel="', page))  # the kernels table: one row per planned kernel
+    assert rows >= 3 and page.count('class="kernel kind-') == rows and "<svg" in page
     assert oct(out.stat().st_mode & 0o777) != oct(0o600)  # an ordinary file, not a temp file's mode
     bad = tmp_path / "bad.yaml"
     bad.write_text("format: fuseopt-graph/1\nname: b\nbuffers: {}\nnodes: []\nextra: 1\n")
@@ -179,6 +290,74 @@ def test_chromium_renders_the_optimize_page(tmp_path: Path) -> None:
     run = _chromium(tmp_path, url, f"--screenshot={shot}")
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     assert _png_size(shot) == (1400, 1000) and shot.stat().st_size > 20_000
+
+
+def _verdict(dom: str) -> dict[str, Any]:
+    m = re.search(r'<pre id="layout-verdict">(.*?)</pre>', dom, re.S)
+    assert m is not None, "the page's #verify check did not run"
+    return json.loads(html.unescape(m.group(1)))  # type: ignore[no-any-return]
+
+
+def _synthetic_200() -> Graph:
+    from benchmarks.graphgen import make_graph
+
+    return load_text(json.dumps(make_graph(200, seed=3)), "synthetic_200.json")
+
+
+@needs_chromium
+@pytest.mark.parametrize("which", ["sample", "captured", pytest.param("synthetic", marks=pytest.mark.slow)])
+def test_chromium_draws_every_edge_and_no_box_overlaps(tmp_path: Path, which: str) -> None:
+    """As the browser draws it (getBBox of every box, the path of every edge): no two boxes of a
+    level meet, no edge enters a box it does not join, every plan edge is drawn from border to
+    border with its buffer's label. A screenshot of each is kept in tmp_path."""
+    g = {
+        "sample": lambda: load_graph(SAMPLES / "softmax_bias_t.yaml"),
+        "captured": lambda: load_graph(SAMPLES / "captured" / "attention_block.json"),
+        "synthetic": _synthetic_200,
+    }[which]()
+    stage = optimize(g, Options())
+    page = tmp_path / "plan.html"
+    page.write_text(plan_page(f"{which}.json", g, stage), encoding="utf-8")
+    shot = tmp_path / f"{which}.png"
+    run = _chromium(tmp_path, page.as_uri() + "#verify", "--dump-dom", f"--screenshot={shot}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert _png_size(shot) == (1400, 1000) and shot.stat().st_size > 20_000
+    (v,) = _verdict(run.stdout)["graphs"]
+    assert v["overlaps"] == [] and v["crossings"] == [] and v["outside"] == []
+    n_io = len({b for n in g.nodes for b in n.read_buffers() if b not in g.writer()}) + len(g.outputs)
+    kinds = [k for _, k in v["boxes"]]
+    assert kinds.count("kernel") == len(stage.plan.kernels) and kinds.count("node") == len(g.nodes)
+    assert kinds.count("input") + kinds.count("output") == n_io
+    drawn = {(e["from"][3:], e["to"][3:], e["buffer"]) for e in v["edges"]}
+    assert len(drawn) == len(v["edges"]) and drawn == _expected_edges(g, stage.plan)
+    assert all(e["label"] and e["starts"] and e["ends"] and e["length"] > 1 for e in v["edges"])
+
+
+@needs_chromium
+def test_chromium_self_check_catches_a_broken_picture_and_a_click_shows_a_kernel(tmp_path: Path) -> None:
+    g = load_graph(SAMPLES / "captured" / "mlp_block.json")
+    stage = optimize(g, Options())
+    page = plan_page("mlp_block.json", g, stage)
+    # Move one kernel box onto another and one edge through a box: the page must say so.
+    k0 = re.search(r'id="g0-k-k0" data-box="kernel" x="(\d+)" y="(\d+)"', page)
+    assert k0 is not None
+    broken = re.sub(r'(id="g0-k-k1" data-box="kernel") x="\d+" y="\d+"', rf'\1 x="{k0[1]}" y="{k0[2]}"', page)
+    broken = re.sub(
+        r'(data-to="g0-k-k2"[^>]*? d=")M', rf"\1M{int(k0[1]) + 20},{int(k0[2]) + 20} L", broken, count=1
+    )
+    bad = tmp_path / "broken.html"
+    bad.write_text(broken, encoding="utf-8")
+    (v,) = _verdict(_chromium(tmp_path, bad.as_uri() + "#verify", "--dump-dom").stdout)["graphs"]
+    assert ["g0-k-k0", "g0-k-k1"] in v["overlaps"] and any(c[3] == "g0-k-k0" for c in v["crossings"])
+    assert not all(e["starts"] for e in v["edges"])
+    # #kernel=NAME opens that kernel's details, as a click on its box does.
+    good = tmp_path / "plan.html"
+    good.write_text(page, encoding="utf-8")
+    k = stage.plan.kernel_of("op5").name
+    dom = _chromium(tmp_path, good.as_uri() + f"#kernel={k}", "--dump-dom").stdout
+    shown = re.findall(r'<div class="kdetail" data-detail="(k\d+)"( hidden="")?>', dom)
+    assert [name for name, hidden in shown if not hidden] == [k]
+    assert re.search(rf'<g class="kernel kind-pointwise sel[^"]*" id="g0-{k}"', dom)
 
 
 @needs_chromium

@@ -1,61 +1,55 @@
 """The plan as one self-contained HTML page: the graph as an SVG picture, kernels, decisions, Triton.
 
 No network: CSS and JS are inline and a Content-Security-Policy forbids every fetch. The picture
-is laid out here, deterministically: kernels are boxes (clusters) placed in bands by their depth
-in the kernel graph (a kernel sits below every kernel it reads from), and inside a box the nodes
-sit in rows by their depth among the kernel's own nodes; program order breaks ties. Every edge
-(a buffer a node writes and another reads) therefore points down. The same graph and plan give
-byte-identical HTML. `fuseopt optimize --html F` writes `plan_page`; `fuseopt ci --html F` writes
-`ci_page`, one section per graph (`graph_section`, rendered by the CI workers).
+(`fuseopt.report.picture`, a layered layout from `fuseopt.report.layout`) shows kernels as boxes
+holding their nodes, graph inputs and outputs, and every buffer passed as a labelled edge; clicking
+a kernel shows its details (`fuseopt.report.kernel_panel`) beside it. Opened with `#verify`, the
+page checks its own picture in the browser (boxes disjoint, no edge through a box it does not join,
+every edge drawn with its label) and writes the verdict as JSON into `#layout-verdict`. The same
+graph and plan give byte-identical HTML. `fuseopt optimize --html F` writes `plan_page`;
+`fuseopt ci --html F` writes `ci_page`, one section per graph (`graph_section`, rendered by the CI
+workers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fuseopt import __version__
 from fuseopt.errors import FuseoptError
-from fuseopt.ir.expr import to_text
-from fuseopt.ir.graph import ComputeNode, Graph, Node
+from fuseopt.ir.graph import ComputeNode, Graph
 from fuseopt.plan import Plan
 from fuseopt.report.escaping import html_text
+from fuseopt.report.kernel_panel import kernel_panel
+from fuseopt.report.picture import graph_svg
+from fuseopt.report.picture import loops_text as _loops
 from fuseopt.report.plan_text import human_bytes
 
 if TYPE_CHECKING:
     from fuseopt.ci.model import CheckResult, CiReport
     from fuseopt.passes.pipeline import Stage
 
+__all__ = [
+    "ci_page",
+    "graph_section",
+    "graph_svg",
+    "human_bytes",
+    "kernel_source",
+    "plan_page",
+    "render_page",
+]
+
 # Above this many nodes the picture is left out (the tables still list everything).
 MAX_PICTURE_NODES = 2000
 # Rows shown per table (decisions, rejections); plan.json has them all.
 MAX_ROWS = 1000
-
-NODE_W, NODE_H = 168, 42
-GAP_X, GAP_Y = 16, 26
-PAD, HEAD = 12, 22
-KGAP_X, KGAP_Y = 28, 40
-MARGIN = 16
-CHAR_W = 7  # px per character of the 12 px monospace labels (for truncation and box widths)
-
-_KIND_SHORT = {"pointwise": "pw", "reduction": "red", "extern": "extern", "template": "template"}
 
 
 def _e(text: object) -> str:
     """Every piece of text on the page goes through here (input text included): HTML-escaped,
     quotes too (attribute values are always double-quoted), unprintable characters escaped."""
     return html_text(text)
-
-
-def _loops(loops: Iterable[tuple[str, int]]) -> str:
-    items = list(loops)
-    return "(" + ", ".join(f"{v}={n}" for v, n in items) + ")" if items else "-"
-
-
-def _clip(text: str, width: int) -> str:
-    n = max(4, width // CHAR_W)
-    return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
 def kernel_source(graph: Graph, plan: Plan) -> tuple[str | None, str]:
@@ -69,190 +63,6 @@ def kernel_source(graph: Graph, plan: Plan) -> tuple[str | None, str]:
     except FuseoptError as err:
         first = err.diagnostics[0].message if err.diagnostics else type(err).__name__
         return None, f"code generation failed: {first}"
-
-
-# -- layout -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Box:
-    x: int
-    y: int
-    w: int
-    h: int
-
-
-@dataclass(frozen=True)
-class _Layout:
-    width: int
-    height: int
-    kernels: tuple[tuple[int, _Box], ...]  # (kernel index, box)
-    nodes: Mapping[str, _Box]
-    edges: tuple[tuple[str, str, tuple[str, ...]], ...]  # producer, consumer, buffers
-
-
-def _edges(graph: Graph) -> list[tuple[str, str, tuple[str, ...]]]:
-    writer = graph.writer()
-    out: dict[tuple[str, str], list[str]] = {}
-    for n in graph.nodes:
-        for b in n.read_buffers():
-            w = writer.get(b)
-            if w is not None and w != n.name:
-                out.setdefault((w, n.name), []).append(b)
-    return [(a, b, tuple(bufs)) for (a, b), bufs in out.items()]
-
-
-def _kernel_depths(n_kernels: int, kedges: Sequence[tuple[int, int]]) -> list[int]:
-    """Longest-path depth of each kernel in the kernel graph (Kahn; kernels on a cycle -- a broken
-    plan -- go below everything else, in plan order)."""
-    preds: list[set[int]] = [set() for _ in range(n_kernels)]
-    succs: list[list[int]] = [[] for _ in range(n_kernels)]
-    for a, b in kedges:
-        if a != b and a not in preds[b]:
-            preds[b].add(a)
-            succs[a].append(b)
-    depth = [0] * n_kernels
-    remaining = [len(p) for p in preds]
-    ready = [k for k in range(n_kernels) if remaining[k] == 0]
-    done = [False] * n_kernels
-    while ready:
-        k = ready.pop(0)
-        done[k] = True
-        for s in sorted(succs[k]):
-            depth[s] = max(depth[s], depth[k] + 1)
-            remaining[s] -= 1
-            if remaining[s] == 0:
-                ready.append(s)
-        ready.sort()
-    bottom = max(depth, default=0) + 1
-    for k in range(n_kernels):
-        if not done[k]:
-            depth[k] = bottom
-    return depth
-
-
-def _layout(graph: Graph, plan: Plan) -> _Layout:
-    where = {m: i for i, k in enumerate(plan.kernels) for m in k.nodes}
-    edges = [e for e in _edges(graph) if e[0] in where and e[1] in where]
-    depth = _kernel_depths(len(plan.kernels), [(where[a], where[b]) for a, b, _ in edges])
-    order = {n.name: i for i, n in enumerate(graph.nodes)}
-    # Rows inside each kernel: depth among the kernel's own nodes, program order within a row.
-    row: dict[str, int] = {}
-    inner_preds: dict[str, list[str]] = {}
-    for a, b, _ in edges:
-        if where[a] == where[b]:
-            inner_preds.setdefault(b, []).append(a)
-    for n in graph.nodes:
-        if n.name in where:
-            row[n.name] = max((row.get(p, 0) + 1 for p in inner_preds.get(n.name, ())), default=0)
-    sizes: list[tuple[int, int, list[list[str]]]] = []
-    for i, k in enumerate(plan.kernels):
-        members = sorted((m for m in k.nodes if m in order), key=order.__getitem__)
-        rows: list[list[str]] = [[] for _ in range(max((row[m] for m in members), default=0) + 1)]
-        for m in members:
-            rows[row[m]].append(m)
-        widest = max((len(r) for r in rows), default=1)
-        w = max(widest * (NODE_W + GAP_X) - GAP_X, len(_kernel_head(plan, i)) * CHAR_W) + 2 * PAD
-        h = HEAD + len(rows) * (NODE_H + GAP_Y) - GAP_Y + 2 * PAD
-        sizes.append((w, h, rows))
-    bands: dict[int, list[int]] = {}
-    for i in range(len(plan.kernels)):
-        bands.setdefault(depth[i], []).append(i)
-    band_w = {d: sum(sizes[i][0] for i in ks) + KGAP_X * (len(ks) - 1) for d, ks in bands.items()}
-    width = max(band_w.values(), default=NODE_W) + 2 * MARGIN
-    kboxes: list[tuple[int, _Box]] = []
-    nboxes: dict[str, _Box] = {}
-    y = MARGIN
-    for d in sorted(bands):
-        x = MARGIN + (width - 2 * MARGIN - band_w[d]) // 2
-        for i in bands[d]:
-            w, h, rows = sizes[i]
-            kboxes.append((i, _Box(x, y, w, h)))
-            for r, names in enumerate(rows):
-                rw = len(names) * (NODE_W + GAP_X) - GAP_X
-                nx = x + (w - rw) // 2
-                ny = y + PAD + HEAD + r * (NODE_H + GAP_Y)
-                for j, name in enumerate(names):
-                    nboxes[name] = _Box(nx + j * (NODE_W + GAP_X), ny, NODE_W, NODE_H)
-            x += w + KGAP_X
-        y += max(sizes[i][1] for i in bands[d]) + KGAP_Y
-    height = y - KGAP_Y + MARGIN if bands else 2 * MARGIN
-    return _Layout(width, height, tuple(kboxes), nboxes, tuple(edges))
-
-
-def _kernel_head(plan: Plan, i: int) -> str:
-    k = plan.kernels[i]
-    return f"{k.name} \u00b7 {k.kind} \u00b7 {human_bytes(k.bytes)}"
-
-
-def _node_sub(n: Node) -> str:
-    if isinstance(n, ComputeNode):
-        size = f"{n.numel:,}" + (f" \u00d7 {n.rnumel:,}" if n.reduce else "")
-        red = f" {n.reduction}" if n.reduction else ""
-        return f"{_KIND_SHORT.get(n.kind, n.kind)}{red} {size}"
-    return f"{n.kind} {n.op}"
-
-
-def _node_title(n: Node, after: Node | None) -> str:
-    if isinstance(n, ComputeNode):
-        lines = [f"{n.name} ({n.kind})", f"loops {_loops((lv.name, lv.size) for lv in n.loops)}"]
-        if n.reduce:
-            lines.append(f"reduce {_loops((lv.name, lv.size) for lv in n.reduce)}")
-        if isinstance(after, ComputeNode) and after.loops != n.loops:
-            lines.append(f"loops after loop-order passes {_loops((lv.name, lv.size) for lv in after.loops)}")
-        lines.append(f"store {to_text(n.store)}")
-        lines.append(f"value {to_text(n.value)}")
-        return "\n".join(lines)
-    return f"{n.name} ({n.kind} {n.op})\ninputs {', '.join(n.inputs)}\noutput {n.output}"
-
-
-def graph_svg(graph: Graph, plan: Plan, prefix: str, transformed: Graph | None = None) -> str:
-    """The graph as an SVG picture, kernels as clusters; ids start with `prefix` (unique per page)."""
-    lay = _layout(graph, plan)
-    out = [
-        f'<svg class="dag" xmlns="http://www.w3.org/2000/svg" width="{lay.width}" height="{lay.height}" '
-        f'viewBox="0 0 {lay.width} {lay.height}" role="img" aria-label="{_e(graph.name)}: '
-        f'{len(plan.kernels)} kernels">',
-        f'<defs><marker id="{prefix}-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker></defs>',
-    ]
-    where = {m: k.name for k in plan.kernels for m in k.nodes}
-    out.append('<g class="edges">')
-    for a, b, bufs in lay.edges:
-        pa, pb = lay.nodes.get(a), lay.nodes.get(b)
-        if pa is None or pb is None:
-            continue
-        x1, y1 = pa.x + pa.w // 2, pa.y + pa.h
-        x2, y2 = pb.x + pb.w // 2, pb.y
-        dy = max(16, (y2 - y1) // 2)
-        cls = "edge inner" if where[a] == where[b] else "edge"
-        out.append(
-            f'<path class="{cls}" data-from="{_e(a)}" data-to="{_e(b)}" d="M{x1},{y1} C{x1},{y1 + dy} '
-            f'{x2},{y2 - dy} {x2},{y2 - 2}" marker-end="url(#{prefix}-arrow)"><title>{_e(a)} \u2192 '
-            f"{_e(b)}: {_e(', '.join(bufs))}</title></path>"
-        )
-    out.append("</g>")
-    for i, box in lay.kernels:
-        k = plan.kernels[i]
-        out.append(
-            f'<g class="kernel kind-{_e(k.kind)}" id="{prefix}-{_e(k.name)}" data-kernel="{_e(k.name)}">'
-            f"<title>{_e(k.name)}: {_e(' '.join(k.nodes))}</title>"
-            f'<rect class="cluster" x="{box.x}" y="{box.y}" width="{box.w}" height="{box.h}" rx="8"/>'
-            f'<text class="khead" x="{box.x + PAD}" y="{box.y + PAD + 11}">{_e(_kernel_head(plan, i))}</text>'
-        )
-        for m in k.nodes:
-            nb = lay.nodes.get(m)
-            if nb is None or not graph.has_node(m):
-                continue
-            n = graph.node(m)
-            after = transformed.node(m) if transformed is not None and transformed.has_node(m) else None
-            out.append(
-                f'<g class="node" data-node="{_e(m)}"><title>{_e(_node_title(n, after))}</title>'
-                f'<rect x="{nb.x}" y="{nb.y}" width="{nb.w}" height="{nb.h}" rx="5"/>'
-                f'<text class="nname" x="{nb.x + 8}" y="{nb.y + 17}">{_e(_clip(m, nb.w - 16))}</text>'
-                f'<text class="nsub" x="{nb.x + 8}" y="{nb.y + 33}">{_e(_clip(_node_sub(n), nb.w - 16))}</text></g>'
-            )
-        out.append("</g>")
-    out.append("</svg>")
-    return "".join(out)
 
 
 # -- tables -----------------------------------------------------------------------------------------
@@ -414,21 +224,25 @@ def graph_section(
         return "".join(parts)
     plan = stage.plan
     parts.append(_metrics(plan))
+    src, why = kernel_source(stage.graph, plan) if triton else (None, "")
     if len(graph.nodes) <= MAX_PICTURE_NODES:
         legend = (
             '<figcaption><span class="sw pointwise"></span>pointwise <span class="sw reduction"></span>reduction '
             '<span class="sw extern"></span>extern <span class="sw template"></span>template kernel \u00b7 '
-            "solid arrows: a buffer passed inside a kernel; dashed: through memory between kernels \u00b7 "
-            "hover a kernel to find it in the table, click to jump to it</figcaption>"
+            "ovals: graph inputs and outputs \u00b7 dashed edges: a buffer through memory, labelled with its "
+            "bytes; solid: a value passed inside a kernel \u00b7 click a kernel for its nodes, why it did not "
+            "fuse with its neighbours, and its Triton source</figcaption>"
         )
+        panel = kernel_panel(graph, stage.graph, plan, src)
         parts.append(
-            f'<figure class="picture"><div class="scroll">{graph_svg(graph, plan, prefix, stage.graph)}</div>{legend}</figure>'
+            f'<figure class="picture"><div class="view"><div class="scroll">'
+            f"{graph_svg(graph, plan, prefix, stage.graph)}</div>"
+            f'<aside class="panel" id="{prefix}-panel">{panel}</aside></div>{legend}</figure>'
         )
     else:
         parts.append(f'<p class="note">No picture: more than {MAX_PICTURE_NODES} nodes.</p>')
     parts.append(_plan_tables(plan, stage.graph))
     if triton:
-        src, why = kernel_source(stage.graph, plan)
         if src is not None:
             lines = src.count("\n") + (0 if src.endswith("\n") else 1)
             parts.append(
@@ -454,14 +268,20 @@ th{background:var(--alt);font-weight:600}tbody tr:nth-child(even){background:#fb
 ul.members{margin:0;padding-left:16px}.tf{color:var(--muted);font-size:12px}.reason{font-family:ui-monospace,monospace;font-size:12px}
 .note,.meta,.description{color:var(--muted)}.description{white-space:pre-line}.metrics{margin:6px 0}.status{font-weight:600}.status.passed{color:var(--ok)}.status.failed,.status.error{color:var(--bad)}.status.skipped{color:var(--muted)}
 ul.findings{padding-left:18px}li.finding.error .rule{color:var(--bad)}li.finding.warning .rule{color:var(--warn)}li.finding.note .rule{color:var(--muted)}.rule{font-weight:600;margin:0 4px}
-figure.picture{margin:8px 0}.scroll{overflow:auto;max-height:78vh;border:1px solid var(--line);border-radius:6px;background:#fff}figcaption{color:var(--muted);font-size:12px;margin-top:4px}
+figure.picture{margin:8px 0}.view{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
+.scroll{flex:0 1 auto;max-width:100%;overflow:auto;max-height:80vh;border:1px solid var(--line);border-radius:6px;background:#fff}
+.panel{flex:1 1 360px;min-width:320px;max-height:80vh;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:8px 12px;background:var(--alt)}
+.panel h4{margin:2px 0 4px;font-size:14px}.panel h5{margin:10px 0 4px;font-size:13px}.panel .hint{color:var(--muted)}.panel table{font-size:12px}
+.panel ul{padding-left:18px;margin:4px 0}.kmeta,.kio{margin:4px 0;font-size:12px}figcaption{color:var(--muted);font-size:12px;margin-top:4px}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 3px 0 8px;vertical-align:middle}.sw.pointwise{background:var(--pw)}.sw.reduction{background:var(--red)}.sw.extern{background:var(--ext)}.sw.template{background:var(--tpl)}
-svg.dag text{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}svg.dag .khead{font-size:11px;font-weight:600;fill:#24292f;paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}
+svg.dag text{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}svg.dag .khead{font-size:11px;font-weight:600;fill:#24292f}svg.dag .kloops{font-size:11px;fill:#59636e}
 svg.dag .cluster{fill:rgba(37,99,235,.06);stroke:var(--pw);stroke-width:1.5}svg.dag .kind-reduction .cluster{fill:rgba(217,119,6,.07);stroke:var(--red)}
 svg.dag .kind-extern .cluster{fill:rgba(107,114,128,.08);stroke:var(--ext)}svg.dag .kind-template .cluster{fill:rgba(124,58,237,.07);stroke:var(--tpl)}
-svg.dag .kernel{cursor:pointer}svg.dag .kernel.hl .cluster{stroke-width:3;fill:rgba(255,212,0,.18)}
+svg.dag .kernel{cursor:pointer}svg.dag .kernel.hl .cluster{stroke-width:3;fill:rgba(255,212,0,.18)}svg.dag .kernel.sel .cluster{stroke-width:3.5}
 svg.dag .node rect{fill:#fff;stroke:#8c959f}svg.dag .nname{font-size:12px;fill:#1f2328}svg.dag .nsub{font-size:11px;fill:#59636e}
-svg.dag .edge{fill:none;stroke:#8c959f;stroke-width:1.3;stroke-dasharray:5 3}svg.dag .edge.inner{stroke:#24292f;stroke-dasharray:none}svg.dag .arrowhead{fill:#57606a}
+svg.dag .io rect{fill:#f0fff4;stroke:var(--ok)}svg.dag .io.output rect{fill:#fff5f5;stroke:var(--bad)}
+svg.dag .elabel rect{fill:none;stroke:none}svg.dag .elabel text{font-size:11px;fill:#57606a}
+svg.dag .edge{fill:none;stroke:#8c959f;stroke-width:1.3;stroke-dasharray:5 3}svg.dag .edge.io{stroke:#9fb8a6}svg.dag .edge.inner{stroke:#24292f;stroke-dasharray:none}svg.dag .arrowhead{fill:#57606a}
 table.summary td.passed{color:var(--ok)}table.summary td.failed,table.summary td.error{color:var(--bad);font-weight:600}table.summary td.skipped{color:var(--muted)}
 """
 
@@ -469,15 +289,72 @@ _JS = """
 (function(){
   document.querySelectorAll('section.graph').forEach(function(sec){
     function mark(k,on){sec.querySelectorAll('[data-kernel="'+CSS.escape(k)+'"]').forEach(function(e){e.classList.toggle('hl',on);});}
+    function show(k){
+      sec.querySelectorAll('.kdetail').forEach(function(d){d.hidden=d.getAttribute('data-detail')!==k;});
+      sec.querySelectorAll('.panel .hint').forEach(function(h){h.hidden=true;});
+      sec.querySelectorAll('svg.dag .kernel').forEach(function(g){g.classList.toggle('sel',g.getAttribute('data-kernel')===k);});
+    }
     sec.querySelectorAll('[data-kernel]').forEach(function(el){
       var k=el.getAttribute('data-kernel');
       el.addEventListener('mouseenter',function(){mark(k,true);});
       el.addEventListener('mouseleave',function(){mark(k,false);});
-      if(el.tagName.toLowerCase()==='g'){el.addEventListener('click',function(){
-        var row=sec.querySelector('tr[data-kernel="'+CSS.escape(k)+'"]');if(row){row.scrollIntoView({block:'center'});}
-      });}
+      el.addEventListener('click',function(){
+        show(k);
+        if(el.tagName.toLowerCase()==='tr'){var p=sec.querySelector('.panel');if(p){p.scrollIntoView({block:'nearest'});}}
+      });
     });
   });
+  // #verify: the picture checks itself as drawn (boxes disjoint and inside their kernels, no edge
+  // through a box it does not join, every edge from box to box with its buffer's label).
+  function verify(){
+    var out={graphs:[]};
+    function inside(b,p,m){return p.x>b.x+m&&p.x<b.x+b.w-m&&p.y>b.y+m&&p.y<b.y+b.h-m;}
+    function meet(a,b){return a.x+0.5<b.x+b.w&&b.x+0.5<a.x+a.w&&a.y+0.5<b.y+b.h&&b.y+0.5<a.y+a.h;}
+    // Points every ~2 px along a path of M, L and C commands (the only ones the picture draws).
+    function samples(d){var t=d.match(/[MLC]|-?[0-9.]+/g)||[],out=[],cur=null,i=0;
+      function num(){return parseFloat(t[i++]);}
+      while(i<t.length){var c=t[i++];
+        if(c==='M'){cur={x:num(),y:num()};out.push(cur);}
+        else if(c==='L'){var q={x:num(),y:num()},n=Math.max(1,Math.ceil(Math.hypot(q.x-cur.x,q.y-cur.y)/2));
+          for(var j=1;j<=n;j++){out.push({x:cur.x+(q.x-cur.x)*j/n,y:cur.y+(q.y-cur.y)*j/n});}cur=q;}
+        else if(c==='C'){var a={x:num(),y:num()},b={x:num(),y:num()},e={x:num(),y:num()};
+          var m=Math.max(2,Math.ceil((Math.hypot(a.x-cur.x,a.y-cur.y)+Math.hypot(b.x-a.x,b.y-a.y)+Math.hypot(e.x-b.x,e.y-b.y))/2));
+          for(var j=1;j<=m;j++){var s=j/m,r=1-s;out.push({x:r*r*r*cur.x+3*r*r*s*a.x+3*r*s*s*b.x+s*s*s*e.x,
+            y:r*r*r*cur.y+3*r*r*s*a.y+3*r*s*s*b.y+s*s*s*e.y});}cur=e;}
+        else{return [];}}
+      return out;}
+    function touches(b,p){if(!b){return false;}var dx=Math.max(b.x-p.x,0,p.x-b.x-b.w),dy=Math.max(b.y-p.y,0,p.y-b.y-b.h);
+      return dx<=1.5&&dy<=1.5&&!inside(b,p,1.5);}
+    document.querySelectorAll('svg.dag').forEach(function(svg){
+      var sec=svg.closest('section'),v={graph:sec?sec.getAttribute('data-graph'):'',boxes:[],edges:[],overlaps:[],crossings:[],outside:[]};
+      var boxes=[],byId={};
+      svg.querySelectorAll('[data-box]').forEach(function(r){var b=r.getBBox();
+        var o={id:r.id,kind:r.getAttribute('data-box'),inn:r.getAttribute('data-in')||'',x:b.x,y:b.y,w:b.width,h:b.height};
+        boxes.push(o);byId[o.id]=o;v.boxes.push([o.id,o.kind]);});
+      for(var i=0;i<boxes.length;i++){for(var j=i+1;j<boxes.length;j++){
+        if(boxes[i].inn===boxes[j].inn&&meet(boxes[i],boxes[j])){v.overlaps.push([boxes[i].id,boxes[j].id]);}}}
+      boxes.forEach(function(b){var k=byId[b.inn];
+        if(b.inn&&!(k&&b.x>=k.x&&b.y>=k.y&&b.x+b.w<=k.x+k.w&&b.y+b.h<=k.y+k.h)){v.outside.push(b.id);}});
+      svg.querySelectorAll('path.edge').forEach(function(p){
+        var e={from:p.getAttribute('data-from'),to:p.getAttribute('data-to'),buffer:p.getAttribute('data-buffer'),
+               inner:p.getAttribute('data-in')||'',label:false};
+        var lab=document.getElementById(p.getAttribute('data-label')||'');
+        if(lab){var words=(lab.parentNode.textContent||'').split(/[^A-Za-z0-9_]+/);e.label=words.indexOf(e.buffer)>=0;}
+        var pts=samples(p.getAttribute('d')||'');e.length=pts.length;
+        e.starts=pts.length>1&&touches(byId[e.from],pts[0]);e.ends=pts.length>1&&touches(byId[e.to],pts[pts.length-1]);
+        var own=lab?lab.id:'';
+        var near=boxes.filter(function(b){return b.id!==e.inner&&b.id!==own;});
+        for(var i=0;i<pts.length;i++){for(var k=0;k<near.length;k++){
+          if(inside(near[k],pts[i],1)){v.crossings.push([e.from,e.to,e.buffer,near[k].id]);i=pts.length;break;}}}
+        v.edges.push(e);
+      });
+      out.graphs.push(v);
+    });
+    var pre=document.createElement('pre');pre.id='layout-verdict';pre.textContent=JSON.stringify(out);document.body.appendChild(pre);
+  }
+  var pick=/^#kernel=([A-Za-z0-9_]+)$/.exec(location.hash);  // a link to one kernel's details
+  if(pick){var g=document.querySelector('svg.dag .kernel[data-kernel="'+pick[1]+'"]');if(g){g.dispatchEvent(new Event('click'));}}
+  if(location.hash==='#verify'){verify();}
   document.body.setAttribute('data-ready','1');
 })();
 """
