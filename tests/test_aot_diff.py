@@ -1,4 +1,4 @@
-"""`diff-jit-aot`: template finalization, plan comparison, and the seed case (INDUCTOR.md, CASES.md)."""
+"""`diff-jit-aot`: template finalization, plan comparison, and the seed case (docs/inductor.md, docs/cases.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from fuseopt.passes.pipeline import optimize
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "jit_aot.yaml"
 
-# CASES.md jit_aot: fn(x, number) = (x+x, number.item(), x*x, x@x, x**2), x 256x256.
+# docs/cases.md jit_aot: fn(x, number) = (x+x, number.item(), x*x, x@x, x**2), x 256x256.
 SEED = """\
 format: fuseopt-graph/1
 name: seed

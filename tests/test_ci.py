@@ -524,7 +524,7 @@ def test_determinism_in_fresh_processes(corpus: Path) -> None:
         "2",
     )
     assert res.exit_code == 0, res.output
-    assert "ok: 1 graphs" in res.stdout
+    assert "ok: 1 graph," in res.stdout
 
 
 def test_run_job_is_the_unit_of_work(corpus: Path) -> None:

@@ -55,7 +55,7 @@ def test_json_summary_is_deterministic_and_matches_the_interpreter() -> None:
     res = _invoke(str(MULTI), "--format", "json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
-    assert doc["format"] == "fuseopt-run/1" and doc["backend"] == "reference" and doc["seed"] == 0
+    assert doc["format"] == "fuseopt-run/2" and doc["backend"] == "reference" and doc["seed"] == 0
     assert [o["name"] for o in doc["outputs"]] == ["buf0", "buf1", "buf2", "buf3", "buf4"]
     g = load_graph(MULTI)
     outs = logical_outputs(g, run_graph(g, seed=0))

@@ -1,6 +1,6 @@
-"""Reading plan.json files (FORMAT.md "Plan output") for `diff-jit-aot --plans`.
+"""Reading plan.json files (docs/format.md "Plans") for `diff-jit-aot --plans`.
 
-Pydantic models check the structure (fields FORMAT.md requires must exist with the right types;
+Pydantic models check the structure (fields docs/format.md requires must exist with the right types;
 more fields are welcome and ignored); then the plan is checked as a whole (every node in exactly
 one kernel, unique kernel names, decisions numbered 0.. and naming known nodes). Every problem is
 an `InputError` with a JSON pointer and, where known, line:col.

@@ -16,7 +16,7 @@ import re
 import tempfile
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,11 +31,13 @@ from fuseopt.errors import Diagnostic, FuseoptError, InputError, caret_excerpt
 from fuseopt.io.files import read_regular_file
 from fuseopt.io.load import MAX_FILE_BYTES, load_text
 from fuseopt.ir.graph import Graph
+from fuseopt.ir.recorded_options import resolve_options
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import Stage, optimize
 from fuseopt.passes.verify import check as plan_problems
 from fuseopt.report.html import graph_section
 from fuseopt.report.html import human_bytes as fmt_bytes
+from fuseopt.report.words import order_difference
 
 # Lines of a crash's traceback kept in the report.
 TRACEBACK_LINES = 12
@@ -57,6 +59,9 @@ class Job:
     golden: Golden | None = None  # set when --baseline is given
     update_baseline: bool = False
     html: bool = False
+    # The planning options the command line gave (None: not given); each graph's meta fills the
+    # rest (`fuseopt.ir.recorded_options`). None: plan every graph with `options` as they are.
+    given: dict[str, Any] | None = None
 
 
 def read_source(path: str) -> tuple[bytes | None, str]:
@@ -234,8 +239,9 @@ def _determinism(graph: Graph, job: Job, loc: Locator) -> CheckResult:
         return CheckResult("determinism", PASSED, f"same plan under {what}", (), {"deterministic": True})
     detail = []
     if first.node_order:
-        detail.append("node order: " + " ".join(first.node_order))
-        detail.append("buffer order: " + " ".join(first.buffer_order))
+        detail.append("node order: " + order_difference([n.name for n in graph.nodes], first.node_order))
+        detail.append("buffer order: " + order_difference([b.name for b in graph.buffers], first.buffer_order))
+        detail.append("(the JSON report has the whole orders)")
     message = f"not deterministic: {first.label} gives another plan: {first.summary} (checked {what})"
     f = loc.finding("nondeterminism", "error", message, node=_variant_node(first), detail="\n".join(detail))
     return CheckResult("determinism", FAILED, f"{first.label}: {first.summary}", (f,), report.to_json())
@@ -263,6 +269,8 @@ def run_job(job: Job) -> GraphResult:
         html = _html(job, None, None, results, Locator(job.file, text)) if job.html else None
         return GraphResult(job.index, job.file, job.key, None, tuple(results), html=html)
     loc = Locator(job.file, text, graph)
+    if job.given is not None:
+        job = replace(job, options=resolve_options(graph.meta, job.given).options)
     stage: Stage | None = None
     plan_json: str | None = None
     if "optimize" in later or job.html or job.golden is not None:

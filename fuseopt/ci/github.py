@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fuseopt.ci.model import CiReport, Finding
 from fuseopt.report.escaping import printable
+from fuseopt.report.words import clip
 
 LEVEL_COMMAND = {"error": "error", "warning": "warning", "note": "warning"}
 
@@ -24,7 +25,8 @@ def _prop(text: str) -> str:
 
 def annotation(f: Finding, check: str) -> str:
     props = f"file={_prop(f.file)},line={f.line},col={f.column},title={_prop(f'fuseopt {check}: {f.rule}')}"
-    return f"::{LEVEL_COMMAND[f.level]} {props}::{_data(f.text())}"
+    text = "\n".join(clip(line) for line in f.text().splitlines())  # the JSON report has it whole
+    return f"::{LEVEL_COMMAND[f.level]} {props}::{_data(text)}"
 
 
 def annotation_lines(report: CiReport) -> list[str]:

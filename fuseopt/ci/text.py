@@ -9,6 +9,7 @@ from rich.table import Table
 from fuseopt.ci.model import ERROR, FAILED, PASSED, SKIPPED, CiReport, GraphResult
 from fuseopt.report.escaping import shown
 from fuseopt.report.html import human_bytes
+from fuseopt.report.words import clip, plural
 
 _CELL = {
     PASSED: "[green]ok[/]",
@@ -65,20 +66,20 @@ def print_report(console: Console, report: CiReport) -> None:
             for f in c.findings:
                 console.print(
                     f"{_LEVEL[f.level]}: {shown(f.where())}: [bold]{shown(f.rule)}[/] ({shown(c.check)}): "
-                    f"{shown(f.text().splitlines()[0])}"
+                    f"{shown(clip(f.text().splitlines()[0]))}"
                 )
                 rest = f.text().splitlines()[1:]
                 if rest:
-                    console.print(shown("\n".join("    " + line for line in rest)))
+                    console.print(shown("\n".join("    " + clip(line) for line in rest)))
     for path in report.updated:
         console.print(f"[cyan]updated[/] {shown(path)}")
     s = report.summary()
     counts = (
-        f"{s['graphs']} graphs, {s['checks']} checks: {s['passed']} passed, {s['failed']} failed, "
-        f"{s['errors']} errors, {s['skipped']} skipped"
+        f"{plural(s['graphs'], 'graph')}, {plural(s['checks'], 'check')}: {s['passed']} passed, "
+        f"{s['failed']} failed, {plural(s['errors'], 'error')}, {s['skipped']} skipped"
     )
     if report.baseline is not None:
-        counts += f"; {s['regressions']} regressions, {s['improvements']} improvements"
+        counts += f"; {plural(s['regressions'], 'regression')}, {plural(s['improvements'], 'improvement')}"
     if report.ok:
         console.print(f"[bold green]ok[/]: {counts}")
     else:

@@ -20,7 +20,7 @@ from fuseopt.ci.sarif import sarif_log
 from fuseopt.ci.text import print_report
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.options import given, options_from, planning_options
 from fuseopt.cli.output import write_files
 from fuseopt.errors import EXIT_CHECK_FAILED
 
@@ -154,9 +154,9 @@ def ci_cmd(
     sarif_path: str | None,
     html_path: str | None,
     github: bool,
-    scoring: str,
-    max_fusion_size: int,
-    no_loop_order: bool,
+    scoring: str | None,
+    max_fusion_size: int | None,
+    no_loop_order: bool | None,
 ) -> None:
     """Run the checks on every graph file under PATH... (files, directories, globs); exit 1 if any fails.
 
@@ -195,6 +195,7 @@ def ci_cmd(
             *read_source(gf.path),
             checks=checks,
             options=opts,
+            given=given(scoring, max_fusion_size, no_loop_order),  # each graph's meta fills the rest
             permutations=permutations,
             seed=seed,
             processes=processes,

@@ -15,23 +15,29 @@ from fuseopt.aot.determinism import (
 from fuseopt.aot.render import print_comparison, progress
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.errors import EXIT_CHECK_FAILED
 from fuseopt.io.load import load_graph
+from fuseopt.ir.graph import Graph
+from fuseopt.report.plan_text import options_text
+from fuseopt.report.words import order_difference, plural
 
 
-def _print(report: DeterminismReport, permutations: int, processes: int, codegen: bool) -> None:
+def _print(
+    report: DeterminismReport, graph: Graph, sources: dict[str, str], permutations: int, processes: int, codegen: bool
+) -> None:
     ok = sum(v.ok for v in report.variants)
     stdout.print(
-        f"[bold]{shown(report.graph)}[/]: {permutations} permutations (seed {report.seed}) and "
-        f"{processes} fresh processes; scoring={shown(report.options.get('scoring'))}; "
+        f"[bold]{shown(report.graph)}[/]: {plural(permutations, 'permutation')} (seed {report.seed}) and "
+        f"{plural(processes, 'fresh process')}; "
         f"kernel source {'compared' if codegen else 'not compared (no code generation in this build)'}"
     )
+    stdout.print(f"options: {shown(options_text(report.options, sources))}")
     if report.ok:
         stdout.print(f"[green]deterministic[/]: all {ok} variants give the reference plan")
         return
     stdout.print(
-        f"[bold red]not deterministic[/]: {len(report.variants) - ok} of {len(report.variants)} variants differ"
+        f"[bold red]not deterministic[/]: {len(report.variants) - ok} of {plural(len(report.variants), 'variant')} differ"
     )
     t = Table(title="variants that differ", title_justify="left")
     for col in ("variant", "difference"):
@@ -44,8 +50,10 @@ def _print(report: DeterminismReport, permutations: int, processes: int, codegen
     assert first is not None
     stdout.print(f"first difference: [bold]{shown(first.label)}[/]")
     if first.node_order:
-        stdout.print(f"  node order: {shown(' '.join(first.node_order))}")
-        stdout.print(f"  buffer order: {shown(' '.join(first.buffer_order))}")
+        nodes = order_difference([n.name for n in graph.nodes], first.node_order)
+        buffers = order_difference([b.name for b in graph.buffers], first.buffer_order)
+        stdout.print(f"  node order: {shown(nodes)}")
+        stdout.print(f"  buffer order: {shown(buffers)} (--format json prints the whole orders)")
     if first.comparison is not None:
         print_comparison(stdout, first.comparison, LABELS)
     else:
@@ -77,9 +85,9 @@ def check_determinism(
     seed: int,
     processes: int,
     fmt: str,
-    scoring: str,
-    max_fusion_size: int,
-    no_loop_order: bool,
+    scoring: str | None,
+    max_fusion_size: int | None,
+    no_loop_order: bool | None,
 ) -> None:
     """Plan GRAPH under random valid permutations and in fresh processes; exit 1 on any difference.
 
@@ -87,7 +95,8 @@ def check_determinism(
     their scores); a difference names the decision that changed and the score term that flipped.
     """
     g = load_graph(graph)
-    opts = options_from(scoring, max_fusion_size, no_loop_order)
+    resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
+    opts = resolved.options
     with progress(stderr) as bar:
         task = bar.add_task("planning", total=permutations + processes)
 
@@ -101,6 +110,6 @@ def check_determinism(
     if fmt == "json":
         click.echo(dump_json(report.to_json()), nl=False)
     else:
-        _print(report, permutations, processes, codegen_available())
+        _print(report, g, dict(resolved.sources), permutations, processes, codegen_available())
     if not report.ok:
         raise SystemExit(EXIT_CHECK_FAILED)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import click
 
 from fuseopt.aot.diff import LABELS, DiffReport, diff_finalized, diff_graphs, diff_plans
@@ -10,9 +12,11 @@ from fuseopt.aot.planfile import load_plan
 from fuseopt.aot.render import print_comparison
 from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.errors import EXIT_CHECK_FAILED, Diagnostic, InputError
 from fuseopt.io.load import load_graph
+from fuseopt.report.plan_text import options_text
+from fuseopt.report.words import plural
 
 SHOW_TEMPLATES = 8
 
@@ -29,14 +33,12 @@ def _renames(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _print(report: DiffReport) -> None:
+def _print(report: DiffReport, sources: Mapping[str, str] | None) -> None:
     if report.finalized is not None:
         fin = report.finalized
         stdout.print(
             f"[bold]{shown(report.jit.graph)}[/]: pass 1 (jit) plans the graph as given; pass 2 (aot) "
-            f"plans it with {len(fin.templates)} template(s) finalized [bold]{shown(fin.mode)}[/] "
-            f"(scoring={shown(report.options.get('scoring'))}, "
-            f"max_fusion_size={shown(report.options.get('max_fusion_size'))})"
+            f"plans it with {plural(len(fin.templates), 'template')} finalized [bold]{shown(fin.mode)}[/]"
         )
         listed = fin.templates[:SHOW_TEMPLATES]
         for t in listed:
@@ -51,9 +53,11 @@ def _print(report: DiffReport) -> None:
         stdout.print(f"comparing the jit and aot {what} of [bold]{shown(report.jit.graph)}[/]")
         for old, new in report.node_renames.items():
             stdout.print(f"  node {shown(old)} (jit) is {shown(new)} (aot)")
+    if report.options:
+        stdout.print(f"  options: {shown(options_text(report.options, sources))}")
     stdout.print(
-        f"  jit: {len(report.jit.kernels)} kernels, {len(report.jit.decisions)} decisions; "
-        f"aot: {len(report.aot.kernels)} kernels, {len(report.aot.decisions)} decisions"
+        f"  jit: {plural(len(report.jit.kernels), 'kernel')}, {plural(len(report.jit.decisions), 'decision')}; "
+        f"aot: {plural(len(report.aot.kernels), 'kernel')}, {plural(len(report.aot.decisions), 'decision')}"
     )
     print_comparison(
         stdout, report.comparison, LABELS, b_note=" (pass 2 asks for them; pass 1 never compiled them)"
@@ -97,9 +101,9 @@ def diff_jit_aot(
     rename: tuple[str, ...],
     strict_names: bool,
     fmt: str,
-    scoring: str,
-    max_fusion_size: int,
-    no_loop_order: bool,
+    scoring: str | None,
+    max_fusion_size: int | None,
+    no_loop_order: bool | None,
 ) -> None:
     """Plan GRAPH twice, as AOT compilation does, and compare the two plans.
 
@@ -110,24 +114,28 @@ def diff_jit_aot(
     Exit 0 identical, 1 divergent, 2 bad input.
     """
     renames = _renames(rename)
+    sources: Mapping[str, str] | None = None
     if plans is not None:
         if graphs:
             raise click.UsageError("give either GRAPH arguments or --plans PLAN_A PLAN_B, not both")
         report = diff_plans(load_plan(plans[0]), load_plan(plans[1]), renames, strict_names=strict_names)
     else:
-        opts = options_from(scoring, max_fusion_size, no_loop_order)
         if len(graphs) == 1:
             if renames:
                 raise click.UsageError("--rename applies to JIT_GRAPH AOT_GRAPH or --plans")
-            report = diff_finalized(load_graph(graphs[0]), opts, finalize, strict_names=strict_names)
+            g = load_graph(graphs[0])
+            resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
+            report = diff_finalized(g, resolved.options, finalize, strict_names=strict_names)
         elif len(graphs) == 2:
             jit, aot = load_graph(graphs[0]), load_graph(graphs[1])
-            report = diff_graphs(jit, aot, opts, renames, strict_names=strict_names)
+            resolved = graph_options(jit, scoring, max_fusion_size, no_loop_order)  # the JIT graph's meta
+            report = diff_graphs(jit, aot, resolved.options, renames, strict_names=strict_names)
         else:
             raise click.UsageError("expected GRAPH, JIT_GRAPH AOT_GRAPH, or --plans PLAN_A PLAN_B")
+        sources = resolved.sources
     if fmt == "json":
         click.echo(dump_json(report.to_json()), nl=False)
     else:
-        _print(report)
+        _print(report, sources)
     if not report.identical:
         raise SystemExit(EXIT_CHECK_FAILED)

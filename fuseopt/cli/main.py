@@ -48,7 +48,7 @@ class FuseoptGroup(click.Group):
 def cli() -> None:
     """fuseopt: explainable kernel fusion for compiler engineers.
 
-    Reads a kernel graph (FORMAT.md, JSON or YAML), plans fusion and loop orders, explains every
+    Reads a kernel graph (docs/format.md, JSON or YAML), plans fusion and loop orders, explains every
     decision, and emits Triton. Exit codes: 0 success, 1 a check failed, 2 bad input or usage,
     3 no GPU where one is required.
     """

@@ -12,7 +12,7 @@ import click
 
 from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.cli.output import write_files
 from fuseopt.codegen.tiling import DEFAULT_MULTIPROCESSORS
 from fuseopt.io.load import load_graph
@@ -21,7 +21,7 @@ from fuseopt.passes.pipeline import PIPELINE, optimize
 from fuseopt.passes.verify import verify as verify_plan
 from fuseopt.plan import Plan
 from fuseopt.report.html import plan_page
-from fuseopt.report.plan_text import print_plan
+from fuseopt.report.plan_text import FULL_ROWS, print_plan
 
 
 def emit_kernels(
@@ -77,6 +77,12 @@ def emit_kernels(
     type=click.Path(dir_okay=False),
     help="Write a self-contained HTML report (graph picture, kernels, decisions, Triton) here.",
 )
+@click.option(
+    "--full/--summary",
+    "full",
+    default=None,
+    help=f"Print every table of the plan, or a summary (default: every table up to {FULL_ROWS} rows).",
+)
 @planning_options
 def optimize_cmd(
     graph: str,
@@ -88,14 +94,16 @@ def optimize_cmd(
     check: bool,
     skip: tuple[str, ...],
     html_path: str | None,
-    scoring: str,
-    max_fusion_size: int,
-    no_loop_order: bool,
+    full: bool | None,
+    scoring: str | None,
+    max_fusion_size: int | None,
+    no_loop_order: bool | None,
 ) -> None:
     """Plan fusion and loop orders for GRAPH; print the plan, and write it with -o DIR."""
     g = load_graph(graph)
     passes = tuple(name for name, _ in PIPELINE if name not in skip)
-    stage = optimize(g, options_from(scoring, max_fusion_size, no_loop_order), passes=passes)
+    resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
+    stage = optimize(g, resolved.options, passes=passes)
     if check:
         verify_plan(stage.graph, stage.plan)
     plan_json = dump_json(stage.plan.to_json())
@@ -113,7 +121,7 @@ def optimize_cmd(
         text = plan_json
     else:
         with stdout.capture() as captured:
-            print_plan(stdout, stage.plan, g.meta)
+            print_plan(stdout, stage.plan, g.meta, full=full, sources=resolved.sources)
         text = captured.get()
     write_files(files)
     click.echo(text, nl=False)

@@ -1,4 +1,8 @@
-"""Command-line options shared by the planning commands (one definition, many commands)."""
+"""Command-line options shared by the planning commands (one definition, many commands).
+
+Each is None unless given, so a graph's recorded options (`meta: {max_fusion_size: 2}`,
+`fuseopt.ir.recorded_options`) apply where the command line is silent; the command line wins.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
+from fuseopt.ir.graph import Graph
+from fuseopt.ir.recorded_options import Resolved, resolve_options
 from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, SCORINGS, Options
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -14,24 +20,44 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def planning_options(fn: F) -> F:
     fn = click.option(
-        "--no-loop-order", "no_loop_order", is_flag=True, help="Turn the loop-order unification pass off."
+        "--no-loop-order/--loop-order",
+        "no_loop_order",
+        default=None,
+        help="Turn the loop-order unification pass off (or on). Default: the graph's meta.loop_order, else on.",
     )(fn)
     fn = click.option(
         "--max-fusion-size",
         type=click.IntRange(1, MAX_FUSION_SIZE_LIMIT),
-        default=64,
-        show_default=True,
-        help="Most nodes in one kernel (Inductor's max_fusion_size).",
+        default=None,
+        help="Most nodes in one kernel (Inductor's max_fusion_size). Default: the graph's "
+        "meta.max_fusion_size, else 64.",
     )(fn)
     fn = click.option(
         "--scoring",
         type=click.Choice(SCORINGS),
-        default="stable",
-        show_default=True,
-        help="stable: order-independent (default); inductor: Inductor's score_fusion, list order included.",
+        default=None,
+        help="stable: order-independent; inductor: Inductor's score_fusion, list order included. "
+        "Default: the graph's meta.scoring, else stable.",
     )(fn)
     return fn
 
 
-def options_from(scoring: str, max_fusion_size: int, no_loop_order: bool) -> Options:
-    return Options(scoring=scoring, max_fusion_size=max_fusion_size, loop_order=not no_loop_order)
+def given(scoring: str | None, max_fusion_size: int | None, no_loop_order: bool | None) -> dict[str, Any]:
+    """The planning options the command line gave (None: not given), by Options field."""
+    return {
+        "scoring": scoring,
+        "max_fusion_size": max_fusion_size,
+        "loop_order": None if no_loop_order is None else not no_loop_order,
+    }
+
+
+def options_from(scoring: str | None, max_fusion_size: int | None, no_loop_order: bool | None) -> Options:
+    """The command line's options over the defaults, for commands without one graph's meta."""
+    return resolve_options({}, given(scoring, max_fusion_size, no_loop_order)).options
+
+
+def graph_options(
+    graph: Graph, scoring: str | None, max_fusion_size: int | None, no_loop_order: bool | None
+) -> Resolved:
+    """The options to plan `graph` with: the command line, else its meta, else the defaults."""
+    return resolve_options(graph.meta, given(scoring, max_fusion_size, no_loop_order))

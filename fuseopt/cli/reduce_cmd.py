@@ -13,13 +13,16 @@ from fuseopt.aot.reduce import Predicate, diverges, kernels_exceed, nondetermini
 from fuseopt.aot.render import progress
 from fuseopt.cli.console import dump_json, stderr, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.errors import CheckFailed, Diagnostic, InputError
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
+from fuseopt.ir.recorded_options import RECORDED
 from fuseopt.ir.serialize import dump_yaml, graph_sha256
 from fuseopt.passes.options import Options
 from fuseopt.report.escaping import shown
+from fuseopt.report.plan_text import options_text
+from fuseopt.report.words import plural
 
 UNTIL_HELP = "diverges | nondeterministic | kernels-exceed=N (or 'kernels-exceed N')"
 
@@ -58,9 +61,12 @@ def _write(path: str, text: str) -> None:
         raise InputError([Diagnostic(f"cannot write output: {exc}", "", path, code="io")]) from None
 
 
-def _labelled(small: Graph, source: Graph, until: str, nodes_before: int) -> Graph:
+def _labelled(small: Graph, source: Graph, until: str, nodes_before: int, opts: Options) -> Graph:
+    """The reduced graph, described, with the planning options the predicate held under recorded in
+    its meta (so `fuseopt diff-jit-aot SMALL` shows the problem without flags)."""
     desc = f"{source.name} reduced by `fuseopt reduce --until {until}` from {nodes_before} to {len(small.nodes)} nodes"
-    meta = {
+    meta: dict[str, object] = {key: getattr(opts, key) for key in RECORDED}
+    meta |= {
         "reduced_from": {"graph": source.name, "sha256": graph_sha256(source), "nodes": nodes_before},
         "until": until,
     }
@@ -105,9 +111,9 @@ def reduce_cmd(
     permutations: int,
     seed: int,
     fmt: str,
-    scoring: str,
-    max_fusion_size: int,
-    no_loop_order: bool,
+    scoring: str | None,
+    max_fusion_size: int | None,
+    no_loop_order: bool | None,
 ) -> None:
     """Shrink GRAPH (ddmin over its nodes) to a minimal valid graph on which PREDICATE still holds.
 
@@ -116,7 +122,8 @@ def reduce_cmd(
     """
     name, limit = parse_until(until)
     g = load_graph(graph)
-    opts = options_from(scoring, max_fusion_size, no_loop_order)
+    resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
+    opts = resolved.options
     predicate = make_predicate(name, limit, opts, finalize, permutations, seed)
     with progress(stderr) as bar:
         task = bar.add_task(f"reducing ({len(g.nodes)} nodes)", total=len(g.nodes))
@@ -132,12 +139,15 @@ def reduce_cmd(
             raise CheckFailed(
                 [
                     Diagnostic(
-                        f"--until {until} does not hold on the input graph: nothing to reduce", "", graph
+                        f"--until {until} does not hold on the input graph (options: "
+                        f"{options_text(opts.to_json(), resolved.sources)}): nothing to reduce",
+                        "",
+                        graph,
                     )
                 ]
             ) from None
     until_text = name if limit is None else f"{name}={limit}"
-    small = _labelled(result.graph, g, until_text, result.nodes_before)
+    small = _labelled(result.graph, g, until_text, result.nodes_before, opts)
     _write(out, dump_yaml(small))
     kept = [n.name for n in small.nodes]
     summary: dict[str, object] = {
@@ -149,6 +159,7 @@ def reduce_cmd(
         "nodes_after": len(small.nodes),
         "buffers_after": len(small.buffers),
         "tests": result.tests,
+        "options": opts.to_json(),
         "crashes": result.crashes,
         "nodes": kept,
     }
@@ -156,13 +167,15 @@ def reduce_cmd(
         click.echo(dump_json(summary), nl=False)
         return
     stdout.print(
-        f"[green]reduced[/] {shown(g.name)} from {result.nodes_before} to {len(small.nodes)} nodes "
-        f"({len(small.buffers)} buffers) in {result.tests} tests; --until {shown(until_text)} still holds"
+        f"[green]reduced[/] {shown(g.name)} from {result.nodes_before} to {plural(len(small.nodes), 'node')} "
+        f"({plural(len(small.buffers), 'buffer')}) in {plural(result.tests, 'test')}; "
+        f"--until {shown(until_text)} still holds"
     )
+    stdout.print(f"  options: {shown(options_text(opts.to_json(), resolved.sources))}")
     stdout.print(f"  nodes: {shown(' '.join(kept))}")
     if result.crashes:
         stdout.print(
-            f"  [yellow]{result.crashes} candidate graph(s) made the planner raise[/]; "
+            f"  [yellow]{plural(result.crashes, 'candidate graph')} made the planner raise[/]; "
             "they were treated as not satisfying the predicate"
         )
     stdout.print(f"  wrote {shown(out)}")

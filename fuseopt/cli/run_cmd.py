@@ -1,10 +1,14 @@
-"""`fuseopt run GRAPH`: run a graph on a backend and summarise each output buffer.
+"""`fuseopt run GRAPH`: run a graph on a backend, summarise each output buffer, and give a verdict.
 
-The backend is a function looked up by name in `BACKENDS` (the reference interpreter by default);
-every backend gets the same input storages (`make_inputs(graph, seed)`), so summaries from two
-backends are comparable. `--save DIR` writes the outputs as .npy files, only once the run succeeded.
-A graph whose storage or loop boxes are over `--max-memory` / `--max-points` is refused before
-anything is allocated (`fuseopt.interp.limits`).
+`--backend reference` runs fuseopt's reference interpreter (the oracle) and says so: there is
+nothing to check it against. `--backend triton` plans the graph (the planning options: the
+command line, else the graph's meta), emits Triton, runs it (GPU, or the CPU under
+TRITON_INTERPRET=1) from poisoned buffers, runs the reference on the same inputs, and compares
+every output (`fuseopt.runtime.compare.check_outputs`): `match`, or `MISMATCH` with the first
+differing element (buffer, index, both values, the tolerance), exit 1. Every backend gets the
+same input storages (`make_inputs(graph, seed)`). `--save DIR` writes the outputs as .npy files
+once the run finished. A graph whose storage or loop boxes are over `--max-memory` /
+`--max-points` is refused before anything is allocated (`fuseopt.interp.limits`).
 """
 
 from __future__ import annotations
@@ -23,29 +27,46 @@ from rich.table import Table
 
 from fuseopt.cli.console import dump_json, stdout
 from fuseopt.cli.main import cli
-from fuseopt.errors import FuseoptError, InputError
-from fuseopt.interp import Limits, check_limits, logical_outputs, make_inputs, run_graph
+from fuseopt.cli.options import graph_options, planning_options
+from fuseopt.errors import EXIT_CHECK_FAILED, FuseoptError, InputError
+from fuseopt.interp import Limits, check_limits, make_inputs, run_graph
 from fuseopt.interp.limits import DEFAULT_MAX_POINTS, parse_size
+from fuseopt.interp.run import logical_view
 from fuseopt.io.files import read_regular_file
 from fuseopt.io.load import MAX_FILE_BYTES, load_graph
 from fuseopt.io.locate import Positions
 from fuseopt.ir.graph import Graph
+from fuseopt.passes.options import Options
 from fuseopt.report.escaping import shown
+from fuseopt.report.plan_text import options_text
+from fuseopt.report.words import plural
 from fuseopt.runtime.backend import triton_backend
+from fuseopt.runtime.compare import OutputCheck, check_outputs
 
-RUN_FORMAT = "fuseopt-run/1"
+RUN_FORMAT = "fuseopt-run/2"
 
-# graph, input storages -> the flat storage of (at least) every output buffer
-Backend = Callable[[Graph, Mapping[str, torch.Tensor]], Mapping[str, torch.Tensor]]
+# graph, input storages, planning options -> the flat storage of (at least) every output buffer
+Backend = Callable[[Graph, Mapping[str, torch.Tensor], Options], Mapping[str, torch.Tensor]]
 
 
-def _reference(graph: Graph, inputs: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
+def _reference(graph: Graph, inputs: Mapping[str, torch.Tensor], _opts: Options) -> Mapping[str, torch.Tensor]:
     return run_graph(graph, inputs, limits=None)  # `run` checked the limits it was given
+
+
+def _triton(graph: Graph, inputs: Mapping[str, torch.Tensor], opts: Options) -> Mapping[str, torch.Tensor]:
+    return triton_backend(graph, inputs, opts, poison=True)  # an unwritten element shows as NaN
 
 
 BACKENDS: dict[str, Backend] = {
     "reference": _reference,
-    "triton": triton_backend,  # plan, emit Triton, run (GPU, or CPU with TRITON_INTERPRET=1)
+    "triton": _triton,  # plan, emit Triton, run (GPU, or CPU with TRITON_INTERPRET=1)
+}
+# Backends whose outputs are checked against the reference interpreter.
+CHECKED = ("triton",)
+WHAT_RAN = {
+    "reference": "fuseopt's reference interpreter (the oracle: nothing to check it against; "
+    "--backend triton checks the generated kernels against it)",
+    "triton": "the generated Triton kernels and call() wrapper, checked against the reference interpreter",
 }
 
 
@@ -95,34 +116,62 @@ class SizeParam(click.ParamType):
     show_default=True,
     help="Refuse (exit 2) a graph whose loop boxes have more points in all (numel x rnumel, summed over nodes).",
 )
+@planning_options
 def run(
-    graph_file: str, seed: int, save_dir: str | None, fmt: str, backend: str, max_memory: int, max_points: int
+    graph_file: str,
+    seed: int,
+    save_dir: str | None,
+    fmt: str,
+    backend: str,
+    max_memory: int,
+    max_points: int,
+    scoring: str | None,
+    max_fusion_size: int | None,
+    no_loop_order: bool | None,
 ) -> None:
-    """Run GRAPH on random inputs and print shape, dtype, min/max/mean and a checksum of each output."""
+    """Run GRAPH on random inputs and print shape, dtype, min/max/mean and a checksum of each output.
+
+    With --backend triton, also run the reference interpreter on the same inputs and say `match`
+    or `MISMATCH` for each output (the first differing element, both values, the tolerance).
+    Exit 0 ran (and matched), 1 a mismatch, 2 bad input, 3 no GPU (and no TRITON_INTERPRET=1).
+    """
     graph = load_graph(graph_file)
+    resolved = graph_options(graph, scoring, max_fusion_size, no_loop_order)
+    checks: list[OutputCheck] | None = None
     try:
         check_limits(graph, Limits(max_memory=max_memory, max_points=max_points))  # before allocating
         inputs = make_inputs(graph, seed, limits=None)
-        storages = BACKENDS[backend](graph, inputs)
+        storages = BACKENDS[backend](graph, {k: v.clone() for k, v in inputs.items()}, resolved.options)
+        if backend in CHECKED:
+            expected = run_graph(graph, inputs, limits=None)
+            checks = check_outputs(graph, storages, expected)
     except FuseoptError as err:
         raise _located(err, graph_file) from None
-    outputs = logical_outputs(graph, storages)
+    # every output the backend returned (a generated module missing one is a check failure)
+    outputs = {b.name: logical_view(graph, b.name, storages[b.name]) for b in graph.outputs if b.name in storages}
     summaries = [summarize(name, t) for name, t in outputs.items()]
     saved: list[str] = []
     if save_dir is not None:
         saved = save_outputs(Path(save_dir), outputs)
+    ok = checks is None or all(c.ok for c in checks)
     if fmt == "json":
-        doc = {
+        doc: dict[str, Any] = {
             "format": RUN_FORMAT,
             "graph": graph.name,
             "backend": backend,
+            "ran": WHAT_RAN[backend],
             "seed": seed,
+            "options": resolved.options.to_json() if backend in CHECKED else None,
+            "verdict": None if checks is None else ("match" if ok else "mismatch"),
+            "checks": None if checks is None else [c.to_json() for c in checks],
             "outputs": summaries,
             "saved": saved,
         }
         click.echo(dump_json(doc), nl=False)
-        return
-    _print_text(graph, backend, seed, summaries, saved)
+    else:
+        _print_text(graph, backend, seed, summaries, saved, checks, options_text(resolved.options.to_json(), resolved.sources))
+    if not ok:
+        raise SystemExit(EXIT_CHECK_FAILED)
 
 
 def _located(err: FuseoptError, graph_file: str) -> FuseoptError:
@@ -196,18 +245,31 @@ def _fmt(v: object) -> str:
 
 
 def _print_text(
-    graph: Graph, backend: str, seed: int, summaries: list[dict[str, Any]], saved: list[str]
+    graph: Graph,
+    backend: str,
+    seed: int,
+    summaries: list[dict[str, Any]],
+    saved: list[str],
+    checks: list[OutputCheck] | None,
+    options: str,
 ) -> None:
     stdout.print(
-        f"graph [bold]{shown(graph.name)}[/]: {len(graph.nodes)} nodes, {len(summaries)} outputs "
-        f"(backend {backend}, seed {seed})"
+        f"graph [bold]{shown(graph.name)}[/]: {plural(len(graph.nodes), 'node')}, "
+        f"{plural(len(summaries), 'output')} (backend {backend}, seed {seed})"
     )
+    stdout.print(f"ran {WHAT_RAN[backend]}")
+    if checks is not None:
+        stdout.print(f"options: {shown(options)}")
+    verdicts = {c.buffer: c for c in checks or []}
     table = Table(show_edge=False, pad_edge=False)
-    for col, justify in (("buffer", "left"), ("shape", "left"), ("dtype", "left"), ("min", "right"),
-                         ("max", "right"), ("mean", "right"), ("sha256", "left")):  # fmt: skip
+    columns = [("buffer", "left"), ("shape", "left"), ("dtype", "left"), ("min", "right"),
+               ("max", "right"), ("mean", "right"), ("sha256", "left")]  # fmt: skip
+    if checks is not None:
+        columns.append(("check", "left"))
+    for col, justify in columns:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for s in summaries:
-        table.add_row(
+        row = [
             shown(s["name"]),
             "x".join(str(d) for d in s["shape"]) or "scalar",
             s["dtype"],
@@ -215,7 +277,34 @@ def _print_text(
             _fmt(s["max"]),
             _fmt(s["mean"]),
             s["sha256"][:16],
-        )
+        ]
+        if checks is not None:
+            c = verdicts.get(s["name"])
+            row.append("[green]match[/]" if c is None or c.ok else "[bold red]MISMATCH[/]")
+        table.add_row(*row)
     stdout.print(table)
     for path in saved:
         stdout.print(f"saved {shown(path)}")
+    if checks is None:
+        return
+    bad = [c for c in checks if not c.ok]
+    if not bad:
+        stdout.print(
+            f"[bold green]match[/]: {plural(len(checks), 'output')} checked, each equal to the reference "
+            "interpreter's within its tolerance"
+        )
+        return
+    stdout.print(f"[bold red]MISMATCH[/]: {len(bad)} of {plural(len(checks), 'output')} differ from the reference")
+    for c in bad:
+        stdout.print(f"  {shown(_mismatch_text(c))}")
+
+
+def _mismatch_text(c: OutputCheck) -> str:
+    m = c.mismatch
+    if m is None:
+        return c.message()
+    return (
+        f"{c.buffer}: {m.count} of {plural(m.total, 'element')} differ ({m.tolerance()}); first at "
+        f"index {list(m.first)}: got {_fmt(m.first_got)}, expected {_fmt(m.first_expected)}; "
+        f"worst at index {list(m.index)}: got {_fmt(m.got)}, expected {_fmt(m.expected)}"
+    )

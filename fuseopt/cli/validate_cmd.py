@@ -1,4 +1,4 @@
-"""`fuseopt validate FILE...`: check graph files against FORMAT.md and report every error found."""
+"""`fuseopt validate FILE...`: check graph files against docs/format.md and report every error found."""
 
 from __future__ import annotations
 

@@ -1,8 +1,14 @@
 """The plan for people: rich tables of kernels, decisions and rejections (every cell `shown`:
-names and meta values print as text, whatever markup they hold)."""
+names and meta values print as text, whatever markup they hold).
+
+A plan of more than `FULL_ROWS` table rows (a 1,000-node graph's is thousands) prints as a
+summary: counts by kind and reason, the largest kernels, one example of each reason not to fuse;
+`full=True` (`fuseopt optimize --full`) prints every table whatever the size.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +17,12 @@ from rich.table import Table
 
 from fuseopt.plan import Plan
 from fuseopt.report.escaping import shown
+from fuseopt.report.words import on_off, plural
+
+# Most table rows (kernels + loop transformations + decisions + rejections) printed in full by default.
+FULL_ROWS = 200
+# Kernels listed in a summary (the ones moving the most bytes).
+SUMMARY_KERNELS = 10
 
 
 def _loops(loops: tuple[tuple[str, int], ...]) -> str:
@@ -24,13 +36,39 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = None) -> None:
+def options_text(options: Mapping[str, Any], sources: Mapping[str, str] | None = None) -> str:
+    """`scoring stable, max fusion size 2 (from the graph's meta), loop order on`."""
+    parts = []
+    for key in ("scoring", "max_fusion_size", "loop_order"):
+        if key not in options:
+            continue
+        value = options[key]
+        text = on_off(value) if isinstance(value, bool) else str(value)
+        where = (sources or {}).get(key)
+        note = {"graph meta": " (from the graph's meta)", "command line": " (command line)"}.get(where or "", "")
+        parts.append(f"{key.replace('_', ' ')} {text}{note}")
+    return ", ".join(parts)
+
+
+def plan_rows(plan: Plan) -> int:
+    return len(plan.kernels) + len(plan.reorders) + len(plan.decisions) + len(plan.rejected)
+
+
+def print_plan(
+    console: Console,
+    plan: Plan,
+    meta: Mapping[str, Any] | None = None,
+    *,
+    full: bool | None = None,
+    sources: Mapping[str, str] | None = None,
+) -> None:
+    """Every table (`full=True`, or None for a plan of at most FULL_ROWS rows), else a summary."""
     m = plan.metrics
     console.print(
-        f"[bold]{shown(plan.graph)}[/]: {m['kernels']} kernels, {human_bytes(m['bytes'])} moved "
-        f"(unfused: {m['unfused_kernels']} kernels, {human_bytes(m['unfused_bytes'])}); "
-        f"scoring={shown(plan.options.get('scoring'))}, loop_order={shown(plan.options.get('loop_order'))}"
+        f"[bold]{shown(plan.graph)}[/]: {plural(m['kernels'], 'kernel')}, {human_bytes(m['bytes'])} moved "
+        f"(unfused: {plural(m['unfused_kernels'], 'kernel')}, {human_bytes(m['unfused_bytes'])})"
     )
+    console.print(f"options: {shown(options_text(plan.options, sources))}")
     inductor = (meta or {}).get("inductor")
     if isinstance(inductor, Mapping) and "kernels" in inductor:
         ik = inductor.get(
@@ -40,6 +78,13 @@ def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = No
         console.print(
             f"Inductor: {shown(ik)} kernels, {shown(ib)} bytes; fuseopt: {m['kernels']}, {m['bytes']}"
         )
+    if full or (full is None and plan_rows(plan) <= FULL_ROWS):
+        _print_full(console, plan)
+    else:
+        _print_summary(console, plan)
+
+
+def _print_full(console: Console, plan: Plan) -> None:
     t = Table(title="kernels", title_justify="left", show_lines=False)
     for col in ("kernel", "kind", "nodes", "loops", "reduce", "bytes"):
         t.add_column(col, overflow="fold")
@@ -54,14 +99,14 @@ def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = No
         for col in ("node", "kind", "order", "detail"):
             t.add_column(col, overflow="fold")
         for r in plan.reorders:
-            t.add_row(shown(r.node), shown(r.kind), shown(list(r.order)), shown(r.detail))
+            t.add_row(shown(r.node), shown(r.kind), shown(" ".join(map(str, r.order))), shown(r.detail))
         console.print(t)
     if plan.decisions:
         t = Table(title="decisions (in order)", title_justify="left")
         for col in ("step", "round", "pair", "kind", "score"):
             t.add_column(col, overflow="fold")
         for d in plan.decisions:
-            score = ", ".join(f"{k}={v}" for k, v in d.score.items())
+            score = ", ".join(f"{k}={_value(v)}" for k, v in d.score.items())
             t.add_row(
                 str(d.step), str(d.round), shown(f"{d.pair[0]} + {d.pair[1]}"), shown(d.kind), shown(score)
             )
@@ -73,3 +118,51 @@ def print_plan(console: Console, plan: Plan, meta: Mapping[str, Any] | None = No
         for rej in plan.rejected:
             t.add_row(shown(f"{rej.pair[0]} / {rej.pair[1]}"), shown(rej.reason), shown(rej.detail))
         console.print(t)
+
+
+def _value(v: object) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list | tuple):
+        return "(" + ", ".join(_value(x) for x in v) + ")"
+    return str(v)
+
+
+def _counts(counter: Counter[str]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _print_summary(console: Console, plan: Plan) -> None:
+    kinds = Counter(k.kind for k in plan.kernels)
+    console.print(f"kernels: {shown(_counts(kinds))}")
+    top = sorted(range(len(plan.kernels)), key=lambda i: (-plan.kernels[i].bytes, i))[:SUMMARY_KERNELS]
+    t = Table(title=f"the {len(top)} kernels moving the most bytes", title_justify="left")
+    for col in ("kernel", "kind", "nodes", "loops", "reduce", "bytes"):
+        t.add_column(col, overflow="fold")
+    for i in top:
+        k = plan.kernels[i]
+        nodes = " ".join(k.nodes[:6]) + (f" ... ({len(k.nodes)} in all)" if len(k.nodes) > 6 else "")
+        t.add_row(*map(shown, (k.name, k.kind, nodes, _loops(k.loops), _loops(k.reduce))), f"{k.bytes:,}")
+    console.print(t)
+    if plan.reorders:
+        console.print(
+            f"loop transformations: {plural(len(plan.reorders), 'node')} "
+            f"({shown(_counts(Counter(r.kind for r in plan.reorders)))})"
+        )
+    if plan.decisions:
+        console.print(
+            f"decisions: {plural(len(plan.decisions), 'fusion')} "
+            f"({shown(_counts(Counter(d.kind or 'fuse' for d in plan.decisions)))})"
+        )
+    if plan.rejected:
+        reasons = Counter(r.reason for r in plan.rejected)
+        t = Table(title=f"not fused: {plural(len(plan.rejected), 'pair')}, by reason", title_justify="left")
+        for col in ("reason", "pairs", "first pair", "its detail"):
+            t.add_column(col, overflow="fold")
+        for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+            first = next(r for r in plan.rejected if r.reason == reason)
+            t.add_row(shown(reason), str(n), shown(f"{first.pair[0]} / {first.pair[1]}"), shown(first.detail))
+        console.print(t)
+    console.print(
+        f"(a summary of {plural(plan_rows(plan), 'row')}: --full prints every table, --format json the whole plan)"
+    )

@@ -13,10 +13,13 @@ import torch
 
 from fuseopt.errors import NoGPUError
 from fuseopt.ir.graph import Graph
+from fuseopt.passes.options import Options
 from fuseopt.runtime.module import run_module
 
 
-def triton_backend(graph: Graph, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def triton_backend(
+    graph: Graph, inputs: Mapping[str, torch.Tensor], options: Options | None = None, *, poison: bool = False
+) -> dict[str, torch.Tensor]:
     """Flat storages of the graph's outputs, computed by generated Triton kernels (on the CPU)."""
     from fuseopt.codegen import emit_module
     from fuseopt.passes.pipeline import optimize
@@ -30,7 +33,7 @@ def triton_backend(graph: Graph, inputs: Mapping[str, torch.Tensor]) -> dict[str
             "the triton backend needs a CUDA GPU; on a CPU, set TRITON_INTERPRET=1 to run the kernels "
             "in Triton's interpreter (slow: small graphs only)"
         )
-    stage = optimize(graph)
+    stage = optimize(graph, options if options is not None else Options())
     source = emit_module(stage.graph, stage.plan)
-    out = run_module(source, {k: v.to(device) for k, v in inputs.items()})
+    out = run_module(source, {k: v.to(device) for k, v in inputs.items()}, poison=poison)
     return {k: v.cpu() for k, v in out.items()}

@@ -11,7 +11,9 @@ buffer and its worst element (index, got, expected).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -25,19 +27,82 @@ from fuseopt.runtime.module import run_module
 
 @dataclass(frozen=True)
 class Mismatch:
+    """How one output differs: its worst element, its first (in logical row-major order), how
+    many differ, and the tolerance they were held to (None, None: exact, an integer or bool)."""
+
     buffer: str
     index: tuple[int, ...]
     got: float | int | bool
     expected: float | int | bool
     count: int
     total: int
+    first: tuple[int, ...] = ()
+    first_got: float | int | bool = 0
+    first_expected: float | int | bool = 0
+    rtol: float | None = None
+    atol: float | None = None
+
+    def tolerance(self) -> str:
+        return "exact" if self.rtol is None or self.atol is None else f"rtol {self.rtol:.3g}, atol {self.atol:.3g}"
 
     def message(self) -> str:
         return (
             f"buffer {self.buffer!r}: generated code differs from the interpreter in {self.count} of "
-            f"{self.total} elements; worst at index {list(self.index)}: got {self.got!r}, "
-            f"expected {self.expected!r}"
+            f"{self.total} elements ({self.tolerance()}); first at index {list(self.first)}: got "
+            f"{self.first_got!r}, expected {self.first_expected!r}; worst at index {list(self.index)}: "
+            f"got {self.got!r}, expected {self.expected!r}"
         )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "buffer": self.buffer,
+            "count": self.count,
+            "total": self.total,
+            "first": {"index": list(self.first), "got": _number(self.first_got), "expected": _number(self.first_expected)},
+            "worst": {"index": list(self.index), "got": _number(self.got), "expected": _number(self.expected)},
+            "rtol": self.rtol,
+            "atol": self.atol,
+        }
+
+
+def _number(v: float | int | bool) -> float | int | bool | str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # nan, inf, -inf: keep the JSON valid
+    return v
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """One output buffer of a generated run against the reference: `mismatch` is None on a match;
+    `missing` when the generated module did not return it."""
+
+    buffer: str
+    rtol: float | None
+    atol: float | None
+    mismatch: Mismatch | None = None
+    missing: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatch is None and not self.missing
+
+    def message(self) -> str:
+        if self.missing:
+            return f"buffer {self.buffer!r}: the generated module did not return it"
+        return "" if self.mismatch is None else self.mismatch.message()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "buffer": self.buffer,
+            "verdict": "match" if self.ok else "mismatch",
+            "rtol": self.rtol,
+            "atol": self.atol,
+        }
+        if self.missing:
+            out["missing"] = True
+        if self.mismatch is not None:
+            out["mismatch"] = self.mismatch.to_json()
+        return out
 
 
 def logical_view(storage: torch.Tensor, b: BufferInfo) -> torch.Tensor:
@@ -73,15 +138,28 @@ def compare_buffer(
         bad = g != e
         excess = bad.double() if e.dtype == torch.bool else (g.double() - e.double()).abs() * bad
     flat = int(torch.argmax(excess.reshape(-1)).item()) if excess.numel() else 0
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(b.shape))) if b.shape else ()
+    first = int(torch.argmax(bad.reshape(-1).to(torch.uint8)).item()) if bad.numel() else 0
+    gs, es = g.reshape(-1), e.reshape(-1)
+    exact = not e.dtype.is_floating_point
+    if not exact and (rtol is None or atol is None):
+        rtol, atol = _tolerances(e.dtype)
     return Mismatch(
         b.name,
-        index,
-        g.reshape(-1)[flat].item() if g.numel() else 0,
-        e.reshape(-1)[flat].item() if e.numel() else 0,
+        _unravel(flat, b.shape),
+        gs[flat].item() if g.numel() else 0,
+        es[flat].item() if e.numel() else 0,
         int(bad.sum().item()),
         e.numel(),
+        first=_unravel(first, b.shape),
+        first_got=gs[first].item() if g.numel() else 0,
+        first_expected=es[first].item() if e.numel() else 0,
+        rtol=None if exact else rtol,
+        atol=None if exact else atol,
     )
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape))) if shape else ()
 
 
 def _tolerances(dtype: torch.dtype) -> tuple[float, float]:
@@ -119,20 +197,35 @@ def compare_with_reference(
     src = source if source is not None else emit_module(graph, plan, autotune=autotune)
     dev = torch.device(device) if device is not None else _default_device()
     got = run_module(src, {k: v.clone().to(dev) for k, v in inputs.items()}, poison=True)
-    problems = []
-    for b in graph.outputs:
-        if b.name not in got:
-            problems.append(
-                Diagnostic(f"buffer {b.name!r}: the generated module did not return it", code="check")
-            )
-            continue
-        tol = (rtol, atol) if rtol is not None and atol is not None else value_tolerances(graph, b)
-        m = compare_buffer(b, got[b.name], expected[b.name], rtol=tol[0], atol=tol[1])
-        if m is not None:
-            problems.append(Diagnostic(m.message(), code="mismatch"))
+    checks = check_outputs(graph, got, expected, rtol=rtol, atol=atol)
+    problems = [
+        Diagnostic(c.message(), code="check" if c.missing else "mismatch") for c in checks if not c.ok
+    ]
     if problems:
         raise CheckFailed(problems)
     return got
+
+
+def check_outputs(
+    graph: Graph,
+    got: Mapping[str, torch.Tensor],
+    expected: Mapping[str, torch.Tensor],
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> list[OutputCheck]:
+    """Each output buffer's storages from a generated run (`got`) against the reference's
+    (`expected`), in buffer order, under `value_tolerances` (or `rtol`/`atol`, both or neither)."""
+    out = []
+    for b in graph.outputs:
+        tol = (rtol, atol) if rtol is not None and atol is not None else value_tolerances(graph, b)
+        shown_tol = tol if tol != (None, None) or not b.dtype.is_float else _tolerances(_TORCH[b.dtype])
+        if b.name not in got:
+            out.append(OutputCheck(b.name, shown_tol[0], shown_tol[1], missing=True))
+            continue
+        m = compare_buffer(b, got[b.name], expected[b.name], rtol=tol[0], atol=tol[1])
+        out.append(OutputCheck(b.name, shown_tol[0], shown_tol[1], m))
+    return out
 
 
 def value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float | None]:
