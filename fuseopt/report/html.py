@@ -24,7 +24,8 @@ from fuseopt.report.escaping import html_text
 from fuseopt.report.kernel_panel import kernel_panel
 from fuseopt.report.picture import graph_svg
 from fuseopt.report.picture import loops_text as _loops
-from fuseopt.report.plan_text import human_bytes
+from fuseopt.report.plan_text import human_bytes, options_text
+from fuseopt.report.words import plural
 
 if TYPE_CHECKING:
     from fuseopt.ci.model import CheckResult, CiReport
@@ -165,9 +166,9 @@ def _metrics(plan: Plan) -> str:
     m = plan.metrics
     return (
         '<p class="metrics">'
-        f"<b>{m['kernels']}</b> kernels (unfused {m['unfused_kernels']}) \u00b7 "
+        f"<b>{plural(m['kernels'], 'kernel')}</b> (unfused {m['unfused_kernels']}) \u00b7 "
         f"<b>{_e(human_bytes(m['bytes']))}</b> moved (unfused {_e(human_bytes(m['unfused_bytes']))}) \u00b7 "
-        + _e(", ".join(f"{k}={v}" for k, v in plan.options.items()))
+        + _e(options_text(plan.options))
         + "</p>"
     )
 

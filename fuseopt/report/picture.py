@@ -20,6 +20,7 @@ from fuseopt.plan import Kernel, Plan
 from fuseopt.report.escaping import html_text as _e
 from fuseopt.report.layout import LABEL_LINE, MARGIN, Box, Label, Layout, LEdge, LNode, layered, svg_path
 from fuseopt.report.plan_text import human_bytes
+from fuseopt.report.words import plural
 
 CHAR_W = 7  # px per character of the 11-12 px monospace text (box widths, clipping)
 NODE_H, IO_H, LABEL_H = 38, 36, 16
@@ -201,7 +202,7 @@ def graph_svg(graph: Graph, plan: Plan, prefix: str, transformed: Graph | None =
     out = [
         f'<svg class="dag" xmlns="http://www.w3.org/2000/svg" width="{lay.width}" height="{lay.height}" '
         f'viewBox="0 0 {lay.width} {lay.height}" role="img" aria-label="{_e(graph.name)}: '
-        f'{len(plan.kernels)} kernels">',
+        f'{plural(len(plan.kernels), "kernel")}">',
         f'<defs><marker id="{prefix}-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrowhead"/></marker></defs>',
     ]
