@@ -64,6 +64,8 @@ BASE: dict[str, Any] = {
         "t0": {"shape": [4, 4], "dtype": "float32"},
         "e0": {"shape": [4, 4], "dtype": "float32", "role": "output"},
         "r0": {"shape": [4], "dtype": "float32", "role": "output"},
+        "g0": {"shape": [4, 4], "dtype": "float32", "role": "output"},
+        "g1": {"shape": [4, 4], "dtype": "float32", "role": "output"},
     },
     "nodes": [
         {"name": "ext0", "kind": "extern", "op": "mm", "inputs": ["a", "b"], "output": "c0"},
@@ -91,6 +93,21 @@ BASE: dict[str, Any] = {
             "store": "r0[i0]",
             "value": "sum(c0[4*i0 + r1])",
         },
+        {  # extension 1.1: a positional string and a Tensor[] of views
+            "name": "call0",
+            "kind": "extern",
+            "op": "aten.einsum.default",
+            "args": ["ij,jk->ik", [{"buffer": "a"}, {"buffer": "b", "shape": [4, 4], "stride": [1, 4]}]],
+            "outputs": ["g0"],
+        },
+        {  # a keyword string
+            "name": "call1",
+            "kind": "extern",
+            "op": "aten.gelu.default",
+            "args": [{"buffer": "a"}],
+            "kwargs": {"approximate": "tanh"},
+            "outputs": ["g1"],
+        },
     ],
     "meta": {
         "source": {"file": "prog.py", "function": "f"},
@@ -98,7 +115,7 @@ BASE: dict[str, Any] = {
         "notes": ["text", {"nested": "text"}],
     },
 }
-EXT, TPL, PW, RED = 0, 1, 2, 3
+EXT, TPL, PW, RED, CALL0, CALL1 = 0, 1, 2, 3, 4, 5
 
 
 # -- the string fields the models define ---------------------------------------------------------
@@ -155,6 +172,23 @@ def _setter(*path: str | int) -> Callable[[dict[str, Any], str], str]:
         return "/" + "/".join(str(p) for p in path)
 
     return put
+
+
+def _in_node(node: int, *path: str | int) -> Callable[[dict[str, Any], str], str]:
+    """Set a field of a library call; its errors may name the call's arguments as a whole (the op
+    refuses a string it does not know, whichever argument it is)."""
+    put = _setter("nodes", node, *path)
+
+    def at_node(doc: dict[str, Any], v: str) -> str:
+        put(doc, v)
+        return f"/nodes/{node}"
+
+    return at_node
+
+
+def _rename_kwarg(doc: dict[str, Any], v: str) -> str:
+    doc["nodes"][CALL1]["kwargs"] = {v: "tanh"}
+    return f"/nodes/{CALL1}/kwargs"
 
 
 def _meta_key(*path: str | int) -> Callable[[dict[str, Any], str], str]:
@@ -218,6 +252,12 @@ CASES: dict[str, tuple[list[Callable[[dict[str, Any], str], str]], Rule]] = {
     "ExternNode.op": ([_setter("nodes", EXT, "op")], GRAMMAR),
     "ExternNode.inputs[]": ([_setter("nodes", EXT, "inputs", 1)], GRAMMAR),
     "ExternNode.output": ([_setter("nodes", EXT, "output")], GRAMMAR),
+    "ExternNode.args[]": ([_in_node(CALL0, "args", 0)], GRAMMAR),  # einsum refuses the equation
+    "ExternNode.kwargs{key}": ([_rename_kwarg], GRAMMAR),
+    "ExternNode.kwargs{value}": ([_in_node(CALL1, "kwargs", "approximate")], GRAMMAR),
+    "ExternNode.outputs[]": ([_setter("nodes", CALL0, "outputs", 0)], GRAMMAR),
+    # pydantic checks a view inside its argument: the error names the argument (a list of views).
+    "TensorView.buffer": ([_in_node(CALL0, "args", 1, 1, "buffer")], GRAMMAR),
     "TemplateNode.name": ([_setter("nodes", TPL, "name")], GRAMMAR),
     "TemplateNode.kind": ([_setter("nodes", TPL, "kind")], GRAMMAR),
     "TemplateNode.op": ([_setter("nodes", TPL, "op")], GRAMMAR),

@@ -173,7 +173,9 @@ def _term_key(t: tuple[str, int]) -> tuple[int, int, str]:
 def node_deps(node: Node, *, merge: bool = True) -> NodeDeps:
     """Reads and writes of a node. A reduction's reads range over loops+reduce, its write over loops."""
     if isinstance(node, LibraryNode):
-        return NodeDeps(node.name, tuple(StarDep(b) for b in node.read_buffers()), (StarDep(node.output),))
+        # Whole-buffer dependencies: a library call's views are opaque to fusion (it never fuses).
+        stars = tuple(StarDep(b) for b in node.read_buffers())
+        return NodeDeps(node.name, stars, tuple(StarDep(o) for o in node.outputs))
     assert isinstance(node, ComputeNode)
     all_loops = (*node.loops, *node.reduce)
     reads: dict[Dep, None] = {}

@@ -2,7 +2,7 @@
 
 For each kernel, for each buffer it reads from outside or writes for use outside (a graph output or
 a buffer another kernel reads): itemsize * min(accesses, buffer numel), where accesses sums the
-points of the member nodes that touch the buffer.
+points of the member nodes that touch the buffer (a library call: the elements of its views).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
-from fuseopt.ir.graph import ComputeNode, Graph
+from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode
 
 Summary = tuple[dict[str, int], dict[str, int]]  # (points read, points written) per buffer
 
@@ -38,7 +38,7 @@ class AccessTable:
                 reads = tuple((b, pts) for b in n.read_buffers())
                 writes = ((n.output, n.numel),)
             else:
-                reads = tuple((b, graph.buffer(b).numel) for b in n.read_buffers())
+                reads = _view_reads(graph, n)
                 writes = tuple((o, graph.buffer(o).numel) for o in n.outputs)
             self.nodes[n.name] = NodeAccess(reads, writes)
             for b, _ in reads:
@@ -116,6 +116,15 @@ class AccessTable:
                 return item * min(writes[b], numel)
             return 0
         return item * min(reads.get(b, 0), numel)
+
+
+def _view_reads(graph: Graph, n: LibraryNode) -> tuple[tuple[str, int], ...]:
+    """A library call reads each view's elements (q, k and v of one buffer: a third each); v1
+    inputs are whole buffers. Per buffer, in first-use order."""
+    out: dict[str, int] = {}
+    for v in n.read_views(graph):
+        out[v.buffer] = out.get(v.buffer, 0) + min(v.numel, graph.buffer(v.buffer).numel)
+    return tuple(out.items())
 
 
 class _Either:

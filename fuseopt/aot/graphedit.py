@@ -45,11 +45,7 @@ def rename_node_buffers(node: Node, mapping: Mapping[str, str]) -> Node:
     if not mapping:
         return node
     if isinstance(node, LibraryNode):
-        return dataclasses.replace(
-            node,
-            inputs=tuple(mapping.get(b, b) for b in node.inputs),
-            output=mapping.get(node.output, node.output),
-        )
+        return node.renamed(mapping)
     store = _rename_loads(node.store, mapping)
     assert isinstance(store, Load)
     return dataclasses.replace(node, store=store, value=_rename_loads(node.value, mapping))

@@ -13,9 +13,9 @@ from __future__ import annotations
 import keyword
 import re
 
-# FORMAT.md: names of buffers, nodes and loop variables (fuseopt.ir.models.NAME_PATTERN).
+# docs/format.md: names of buffers, nodes and loop variables (fuseopt.ir.models.NAME_PATTERN).
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-# FORMAT.md: the graph's name (fuseopt.ir.models.GRAPH_NAME_PATTERN).
+# docs/format.md: the graph's name (fuseopt.ir.models.GRAPH_NAME_PATTERN).
 _GRAPH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 # Names fuseopt derives from input names (a buffer's `_ptr`, a local renamed away from a keyword).
 _PYTHON_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

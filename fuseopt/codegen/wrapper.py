@@ -13,6 +13,7 @@ import builtins
 import keyword
 from fractions import Fraction
 
+from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
 from fuseopt.codegen.cells import cell_tilings
 from fuseopt.codegen.common import TORCH_DTYPE
 from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, cells_plan, kernel_name, window_plan
@@ -29,7 +30,7 @@ from fuseopt.codegen.tiling import (
     window_tilings,
 )
 from fuseopt.codegen.window import Key
-from fuseopt.ir.graph import BufferInfo, Graph
+from fuseopt.ir.graph import BufferInfo, Graph, LibraryNode
 from fuseopt.plan import Plan
 
 _RUNTIME = """\
@@ -123,7 +124,7 @@ def _cluster_prune(configs: list[triton.Config], named_args: dict, **kwargs: obj
 _FIXED_NAMES = frozenset(
     {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
     | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_cluster_prune"}
-    | {"PDL", "_pdl", "pdl"}
+    | {"PDL", "_pdl", "pdl", "_write_results"}
 )
 
 
@@ -237,6 +238,8 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     parts.extend(HELPERS[h].source for h in helpers)
     parts.extend(k.source for k in kernels)
     parts.append(_RUNTIME)
+    if any(isinstance(n, LibraryNode) and n.call is not None for n in graph.nodes):
+        parts.append(CALL_RUNTIME)
     if not inputs:
         parts.append(_DEFAULT_DEVICE)
     if options.autotune and kernels:
@@ -312,6 +315,10 @@ def _view(b: BufferInfo, local: str) -> str:
 
 def _library_call(graph: Graph, launch: LibraryLaunch, names: dict[str, str]) -> list[str]:
     node = launch.node
+    if node.call is not None:
+        what = f"{comment_text(node.kind)} {comment_text(node.op)}"
+        head = f"# {comment_text(launch.plan_kernel)}: {ident(node.name)} ({what}, run by torch)"
+        return [head, *call_lines(node.call, names, 4)]
     template = library_rule(node.op)
     views = [_view(graph.buffer(b), names[b]) for b in node.inputs]
     out = graph.buffer(node.output)

@@ -69,7 +69,9 @@ def buffer_bytes(graph: Graph) -> dict[str, int]:
     """The bytes a run allocates for each buffer: its storage, and for an output or a library
     call's result its logical elements too (summaries and `--save` write an output out densely,
     torch returns a result densely; a zero-stride buffer's storage is small, its elements not)."""
-    dense = {b.name for b in graph.outputs} | {n.output for n in graph.nodes if isinstance(n, LibraryNode)}
+    dense = {b.name for b in graph.outputs} | {
+        o for n in graph.nodes if isinstance(n, LibraryNode) for o in n.outputs
+    }
     return {
         b.name: (b.storage_size + (b.numel if b.name in dense else 0)) * b.dtype.itemsize
         for b in graph.buffers

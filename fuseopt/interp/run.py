@@ -2,8 +2,9 @@
 
 `run_graph` is the oracle every pass and every generated kernel is compared with. A compute node
 runs vectorised over its loop box, in chunks of the outer loop dims so peak memory stays bounded; a
-library node (extern/template) is run by torch on the logical views of its inputs and its result
-written through the output buffer's strides. Nothing here depends on anything but the graph and the
+library node (extern/template) is run by torch on the logical views of its inputs (an
+extension-1.1 call: the ATen op on its `as_strided` views) and its results written through the
+output views' strides. Nothing here depends on anything but the graph and the
 input storages, so the same inputs give bit-identical storages.
 """
 
@@ -20,8 +21,9 @@ from fuseopt.interp.inputs import make_inputs
 from fuseopt.interp.limits import DEFAULT_LIMITS, Limits, check_limits
 from fuseopt.interp.ops import LIBRARY, REDUCE, TORCH_DTYPE, lookup
 from fuseopt.interp.plan import plan_node
+from fuseopt.ir.aten_ops import overload_of, run_call
 from fuseopt.ir.expr import Reduce
-from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode, Node
+from fuseopt.ir.graph import AtenCall, BufferInfo, ComputeNode, Graph, LibraryNode, Node, View
 
 Tensor = torch.Tensor
 
@@ -164,6 +166,9 @@ def _run_library(
     storages: Mapping[str, Tensor],
     chunk_elems: int,
 ) -> None:
+    if node.call is not None:
+        _run_call(node, node.call, pointer, buffers, storages)
+        return
     # Templates run the same op as externs: their choices only matter for planning.
     fn = lookup(LIBRARY, node.op, node.kind, node=node.name, pointer=f"{pointer}/op")
     views = [logical_view(graph, name, storages[name]) for name in node.inputs]
@@ -188,6 +193,46 @@ def _run_library(
             node=node.name,
             pointer=pointer,
         ) from None
+
+
+def _run_call(
+    node: LibraryNode,
+    call: AtenCall,
+    pointer: str,
+    buffers: Mapping[str, BufferInfo],
+    storages: Mapping[str, Tensor],
+) -> None:
+    """An extension-1.1 call: the op on `as_strided` views of the storages; each result checked
+    against its output view's shape and dtype, then copied into the output's storage."""
+
+    def view(v: View) -> Tensor:
+        return torch.as_strided(storages[v.buffer], v.shape, v.stride, v.offset)
+
+    try:
+        results = run_call(overload_of(call.op), call, view)
+    except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InterpError(f"{call.op} failed: {first}", node=node.name, pointer=pointer) from None
+    if len(results) != len(call.outputs):
+        raise InterpError(
+            f"{call.op} returned {len(results)} results, `outputs` has {len(call.outputs)}",
+            node=node.name,
+            pointer=f"{pointer}/outputs",
+            code="shape",
+        )
+    for j, (r, out) in enumerate(zip(results, call.outputs, strict=True)):
+        if out is None:
+            continue
+        want = TORCH_DTYPE[buffers[out.buffer].dtype]
+        if not isinstance(r, Tensor) or tuple(r.shape) != out.shape or r.dtype != want:
+            got = f"{list(r.shape)} {r.dtype}" if isinstance(r, Tensor) else type(r).__name__
+            raise InterpError(
+                f"{call.op}'s result {j} is {got}, but {out.buffer!r} is {list(out.shape)} {want}",
+                node=node.name,
+                pointer=f"{pointer}/outputs/{j}",
+                code="shape",
+            )
+        view(out).copy_(r)
 
 
 _NODE_RUNNERS: dict[type[Node], Callable[..., None]] = {

@@ -24,6 +24,7 @@ from fuseopt.ir.bounds import check_node_bounds
 from fuseopt.ir.coverage import layout_problem, store_problem
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import KEYWORDS, Expr, Load, Reduce, Var, walk
+from fuseopt.ir.extern_call import build_call, call_targets, mixed_fields
 from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode, LoopVar, Node
 from fuseopt.ir.parser import parse_expr_text, parse_store
 from fuseopt.ir.typecheck import TypeChecker
@@ -141,7 +142,7 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
     written: dict[str, str] = {}  # buffer -> writer node name
     # Buffers some node means to write: reading one that no node writes is reported once, as
     # "never written", rather than as a program-order error at every reader.
-    targets = {t for raw in model.nodes if (t := _target_name(raw, roles)) is not None}
+    targets = {t for raw in model.nodes for t, _ in _target_names(raw, roles, "")}
     for i, raw in enumerate(model.nodes):
         ptr = f"/nodes/{i}"
         if raw.name in seen_nodes:
@@ -149,7 +150,7 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
         seen_nodes.add(raw.name)
         if isinstance(raw, models.ExternNode | models.TemplateNode):
             node: Node | None = _build_library(raw, ptr, bufmap, written, targets, sink)
-            target = _target_name(raw, roles)
+            writes = _target_names(raw, roles, ptr)
         else:
             n_errors = len(sink.items)
             node, target = _build_compute(raw, ptr, bufmap, dtypes, roles, written, targets, sink)
@@ -158,12 +159,13 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
                 problem = store_problem(node, bufmap[node.output])
                 if problem is not None:
                     sink.add_error(ExprError(problem, raw.store, node.store.span, "coverage"), f"{ptr}/store")
-        if target is not None:
-            if target in written:
+            writes = [] if target is None else [(target, f"{ptr}/store")]
+        for target, out_ptr in writes:
+            if target in written and written[target] != raw.name:
                 sink.add(
                     f"buffer {target!r} is written by both {written[target]!r} and {raw.name!r}; "
                     "each non-input buffer has exactly one writer",
-                    _out_ptr(raw, ptr),
+                    out_ptr,
                     code="two-writers",
                 )
             written.setdefault(target, raw.name)
@@ -177,6 +179,10 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
                 f"/buffers/{_ptr_escape(b.name)}",
                 code="unwritten",
             )
+    from fuseopt.ir.recorded_options import recorded_problems  # planning options in meta
+
+    for message, pointer in recorded_problems(model.meta):
+        sink.add(message, pointer, code="meta-option")
     sink.raise_if_any()
     meta = MappingProxyType(dict(model.meta))
     return Graph(
@@ -184,19 +190,19 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
     )
 
 
-def _target_name(raw: models.Node, roles: dict[str, str]) -> str | None:
-    """The non-input buffer a node writes, as far as its text says (None if it names none)."""
+def _target_names(raw: models.Node, roles: dict[str, str], ptr: str) -> list[tuple[str, str]]:
+    """The non-input buffers a node writes, as far as its text says, each with its pointer."""
+    if isinstance(raw, models.ExternNode) and raw.outputs is not None:
+        return [(name, f"{ptr}/{where}") for name, where in call_targets(raw, roles)]
     if isinstance(raw, models.ExternNode | models.TemplateNode):
-        return raw.output if roles.get(raw.output, "input") != "input" else None
-    return _salvage_store_buffer(raw.store, roles)
+        out = raw.output
+        return [(out, f"{ptr}/output")] if out is not None and roles.get(out, "input") != "input" else []
+    name = _salvage_store_buffer(raw.store, roles)
+    return [] if name is None else [(name, f"{ptr}/store")]
 
 
 def _ptr_escape(s: str) -> str:
     return s.replace("~", "~0").replace("/", "~1")
-
-
-def _out_ptr(raw: object, ptr: str) -> str:
-    return f"{ptr}/output" if isinstance(raw, models.ExternNode | models.TemplateNode) else f"{ptr}/store"
 
 
 def _build_buffers(model: models.Graph, sink: DiagnosticSink) -> list[BufferInfo]:
@@ -398,6 +404,12 @@ def _build_library(
     targets: set[str],
     sink: DiagnosticSink,
 ) -> LibraryNode | None:
+    if isinstance(raw, models.ExternNode):
+        if mixed_fields(raw, ptr, sink):
+            return None
+        if raw.is_call():
+            return build_call(raw, ptr, bufmap, written, targets, sink)
+    assert raw.inputs is not None and raw.output is not None  # mixed_fields said so
     ok = True
     op = LIBRARY_OPS.get(raw.op)
     if op is None:

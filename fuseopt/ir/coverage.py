@@ -15,7 +15,10 @@ checks, both exact or refusing:
   when the box has at most `ENUMERATE_LIMIT` points; beyond that, definite failures are still found
   (point count, an unused loop, the range) and what is left is refused as unprovable.
 
-Library outputs are written whole through their strides, so for them the layout check suffices.
+Library outputs are written whole through their strides, so for them the layout check suffices;
+an extension-1.1 output view must cover its buffer exactly (`view_cover_problem`: the view's
+positions are the buffer's element positions, each once), and a view read from a written buffer
+must read only its elements (`view_read_problem`), never storage no one writes.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var, walk
-from fuseopt.ir.graph import BufferInfo, ComputeNode, LoopVar
+from fuseopt.ir.graph import BufferInfo, ComputeNode, LoopVar, View
 
 # Points (and buffer elements) validation enumerates at most: a few int64 arrays of this length.
 ENUMERATE_LIMIT = 1 << 22
@@ -125,6 +128,82 @@ def layout_problem(b: BufferInfo) -> str | None:
         f"{b.name!r} is written, but its layout (shape {list(b.shape)}, stride {list(b.stride)}) puts "
         f"elements {_idx(a)} and {_idx(c)} at one storage position ({int(ordered[k])}); each element "
         "of a written buffer needs its own"
+    )
+
+
+# -- views of library calls ------------------------------------------------------------------------
+
+
+def view_bounds_problem(v: View, b: BufferInfo) -> str | None:
+    """Why view `v` does not lie inside `b`'s storage (None if it does)."""
+    if len(v.shape) != len(v.stride):
+        return f"the view's stride has {len(v.stride)} entries but its shape has {len(v.shape)}"
+    if v.extent > b.storage_size:
+        return (
+            f"the view (shape {list(v.shape)}, stride {list(v.stride)}, offset {v.offset}) reaches storage "
+            f"position {v.extent - 1}, outside {b.name!r}'s storage of {b.storage_size} elements"
+        )
+    return None
+
+
+def view_read_problem(v: View, b: BufferInfo) -> str | None:
+    """Why a view read from written buffer `b` touches storage that is not one of its elements."""
+    if b.numel == b.storage_size - b.offset:  # a dense layout: every position from offset is one
+        if v.offset >= b.offset:
+            return None
+        return _not_elements(v, b, v.offset)
+    if v.numel > ENUMERATE_LIMIT or b.numel > ENUMERATE_LIMIT:
+        return (
+            f"cannot prove that the view reads only elements of {b.name!r} (its layout has gaps and "
+            f"the view has more than {ENUMERATE_LIMIT} elements to enumerate)"
+        )
+    import numpy as np
+
+    elements = np.sort(_positions(np, b))
+    pos = _positions(np, _as_buffer(v, b))
+    slot = np.minimum(np.searchsorted(elements, pos), len(elements) - 1)
+    outside = np.flatnonzero(elements[slot] != pos)
+    return None if not len(outside) else _not_elements(v, b, int(pos[outside[0]]))
+
+
+def view_cover_problem(v: View, b: BufferInfo) -> str | None:
+    """Why output view `v` does not write each element of `b` exactly once (None if it does).
+    Assumes `b`'s layout passed `layout_problem` and `v` lies inside the storage."""
+    if v.offset == b.offset and digits(zip(v.stride, v.shape, strict=True)) == buffer_form(b)[1]:
+        return None
+    shown = f"(shape {list(v.shape)}, stride {list(v.stride)}, offset {v.offset})"
+    if v.numel != b.numel:
+        return (
+            f"the output view {shown} has {v.numel} elements but {b.name!r} has {b.numel}: an output view "
+            "covers its buffer exactly (each element written once)"
+        )
+    if v.numel > ENUMERATE_LIMIT:
+        return (
+            f"cannot prove that the output view {shown} covers {b.name!r} exactly: its digits differ from "
+            f"the layout's and it has more than {ENUMERATE_LIMIT} elements to enumerate"
+        )
+    import numpy as np
+
+    got = np.sort(_positions(np, _as_buffer(v, b)))
+    want = np.sort(_positions(np, b))
+    bad = np.flatnonzero(got != want)
+    if not len(bad):
+        return None
+    return (
+        f"the output view {shown} does not cover {b.name!r} exactly (storage position {int(want[bad[0]])} "
+        "is not written once): an output view covers its buffer exactly, each element once"
+    )
+
+
+def _as_buffer(v: View, b: BufferInfo) -> BufferInfo:
+    return BufferInfo(b.name, v.shape, v.stride, v.offset, b.dtype, b.role)
+
+
+def _not_elements(v: View, b: BufferInfo, position: int) -> str:
+    return (
+        f"the view (shape {list(v.shape)}, stride {list(v.stride)}, offset {v.offset}) reads storage "
+        f"position {position}, which is not an element of {b.name!r} (shape {list(b.shape)}, stride "
+        f"{list(b.stride)}, offset {b.offset}): nothing writes it"
     )
 
 

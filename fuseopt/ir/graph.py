@@ -88,8 +88,90 @@ class ComputeNode:
 
 
 @dataclass(frozen=True, slots=True)
+class View:
+    """A tensor of a library call: `as_strided(storage of buffer, shape, stride, offset)`; the offset
+    is absolute in the buffer's storage, the dtype the buffer's."""
+
+    buffer: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    offset: int
+
+    @property
+    def numel(self) -> int:
+        return _prod(self.shape)
+
+    @property
+    def extent(self) -> int:
+        """One past the last storage position the view touches."""
+        return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.stride, strict=True)) + 1
+
+    @staticmethod
+    def of(b: BufferInfo) -> View:
+        return View(b.name, b.shape, b.stride, b.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class EnumArg:
+    """A literal of one of torch's enums, given as a name: a `ScalarType` (`float32`), `Layout`
+    (`strided`) or `MemoryFormat` (`channels_last`) argument (`fuseopt.ir.aten_ops.ENUMS`)."""
+
+    kind: str  # dtype | layout | memory_format
+    name: str
+
+
+# A bound argument: a view, a literal, or a tuple of these (lists: Tensor[], int[], ...).
+CallArg = View | EnumArg | None | bool | int | float | str | tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AtenCall:
+    """An extension-1.1 library call: `torch.ops.<op>(*args, **kwargs)`, its tensor results written
+    into `outputs` (None: a result nobody reads). Bound and checked against the op's schema."""
+
+    op: str  # namespace.name.overload, e.g. aten.convolution.default
+    args: tuple[CallArg, ...]
+    kwargs: tuple[tuple[str, CallArg], ...]
+    outputs: tuple[View | None, ...]
+
+    def views(self) -> tuple[View, ...]:
+        """Every tensor argument, in argument order (positional, then keyword; lists flattened)."""
+        out: list[View] = []
+        _collect(self.args, out)
+        _collect(tuple(v for _, v in self.kwargs), out)
+        return tuple(out)
+
+    def rename(self, mapping: Mapping[str, str]) -> AtenCall:
+        return AtenCall(
+            self.op,
+            tuple(_renamed(a, mapping) for a in self.args),
+            tuple((k, _renamed(v, mapping)) for k, v in self.kwargs),
+            tuple(None if v is None else _renamed(v, mapping) for v in self.outputs),
+        )
+
+
+def _collect(args: tuple[Any, ...], out: list[View]) -> None:
+    for a in args:
+        if isinstance(a, View):
+            out.append(a)
+        elif isinstance(a, tuple):
+            _collect(a, out)
+
+
+def _renamed(a: Any, mapping: Mapping[str, str]) -> Any:
+    if isinstance(a, View):
+        return dataclasses.replace(a, buffer=mapping.get(a.buffer, a.buffer))
+    if isinstance(a, tuple):
+        return tuple(_renamed(x, mapping) for x in a)
+    return a
+
+
+@dataclass(frozen=True, slots=True)
 class LibraryNode:
-    """An extern call or a template (autotuned library kernel): reads inputs whole, writes output whole."""
+    """An extern call or a template (autotuned library kernel). v1: reads `inputs` whole, writes
+    `output` whole. Extension 1.1 (`call` set): `op` is the ATen overload, `inputs` are the
+    buffers its views read (first-use order), `output` is its first written buffer and `outputs`
+    all of them; each written buffer is covered exactly by its output view."""
 
     name: str
     kind: str  # extern | template
@@ -98,19 +180,37 @@ class LibraryNode:
     output: str
     choices: tuple[tuple[str, float], ...] = ()
     epilogue_fusion: bool = False
+    call: AtenCall | None = None
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        return (self.output,)
+        if self.call is None:
+            return (self.output,)
+        return tuple(v.buffer for v in self.call.outputs if v is not None)
 
     def read_buffers(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.inputs))
 
+    def read_views(self, graph: Graph) -> tuple[View, ...]:
+        """What the node reads: the call's views, or each v1 input as declared."""
+        if self.call is not None:
+            return self.call.views()
+        return tuple(View.of(graph.buffer(b)) for b in self.inputs)
+
     def best_choice(self) -> tuple[str, float] | None:
-        """Finalizing picks the smallest time_us; ties go to the smallest name (FORMAT.md)."""
+        """Finalizing picks the smallest time_us; ties go to the smallest name (docs/format.md)."""
         if not self.choices:
             return None
         return min(self.choices, key=lambda c: (c[1], c[0]))
+
+    def renamed(self, mapping: Mapping[str, str]) -> LibraryNode:
+        """The node with every buffer named in `mapping` renamed (reads, writes and views)."""
+        return dataclasses.replace(
+            self,
+            inputs=tuple(mapping.get(b, b) for b in self.inputs),
+            output=mapping.get(self.output, self.output),
+            call=None if self.call is None else self.call.rename(mapping),
+        )
 
 
 Node = ComputeNode | LibraryNode

@@ -1,4 +1,4 @@
-"""Pydantic models of FORMAT.md v1: the single source of truth for the input's shape.
+"""Pydantic models of docs/format.md v1: the single source of truth for the input's shape.
 
 They check structure only (types, names, ranges); expressions stay text here and are parsed, and
 the graph checked as a whole, by `fuseopt.ir.build`. `schemas/graph.schema.json` is generated
@@ -10,7 +10,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainValidator,
+    Tag,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
 from fuseopt.ir.dtypes import DType
 
@@ -19,7 +30,7 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 GRAPH_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 MAX_LOOP_SIZE = 2**31 - 1
 MAX_INT = 2**63 - 1
-# Caps beyond FORMAT.md's, so that hostile files fail fast with a located error instead of
+# Caps beyond docs/format.md's, so that hostile files fail fast with a located error instead of
 # exhausting time or memory (files are also capped at 16 MiB by the loader). Real graphs are far
 # below them: torch tensors have at most a handful of dims, Inductor graphs thousands of nodes.
 MAX_DIMS = 32  # entries of a loops/reduce list, and dims of a buffer's shape/stride
@@ -42,7 +53,7 @@ class _Frozen(BaseModel):
 
 
 class Buffer(_Frozen):
-    """A flat storage with a logical shape/stride/offset (FORMAT.md "Buffer")."""
+    """A flat storage with a logical shape/stride/offset (docs/format.md "Buffers")."""
 
     shape: Annotated[
         tuple[Annotated[int, Field(ge=1, le=MAX_INT, strict=True)], ...], Field(max_length=MAX_DIMS)
@@ -68,7 +79,7 @@ class Buffer(_Frozen):
         return tuple(reversed(out))
 
     def storage_size(self) -> int:
-        """offset + sum((shape[i]-1)*stride[i]) + 1, per FORMAT.md."""
+        """offset + sum((shape[i]-1)*stride[i]) + 1, per docs/format.md."""
         return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.strides(), strict=False)) + 1
 
     def numel(self) -> int:
@@ -120,12 +131,162 @@ class Choice(_Frozen):
     time_us: Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
+# -- extension 1.1: library calls of ATen operators on views ----------------------------------
+# `namespace.name.overload`, namespace aten or prims; no `__` anywhere (dunder operators such as
+# `aten.__and__` have functional spellings, `bitwise_and`). Only ever looked up in torch's
+# registry by these parts, never evaluated (`fuseopt.ir.aten_ops`).
+ATEN_OP_PATTERN = r"^(aten|prims)\.[a-z_][a-z0-9_]{0,63}\.[A-Za-z_][A-Za-z0-9_]{0,63}$"
+OP_PATTERN = (
+    r"^([A-Za-z_][A-Za-z0-9_]{0,63}|(aten|prims)\.[a-z_][a-z0-9_]{0,63}\.[A-Za-z_][A-Za-z0-9_]{0,63})$"
+)
+MAX_ARGS = 64  # positional arguments, keyword arguments and results of one call, each
+MAX_ARG_LIST = 1024  # items of one list argument (a Tensor[] of a concatenation, an int[] of sizes)
+MAX_ARG_LEAVES = 4096  # literals and views of one call, all lists included
+MAX_ARG_STRING = 256  # characters of a string argument (`approximate: "tanh"`)
+MAX_ARG_DEPTH = 2  # a list of lists at most
+
+
+def _no_dunder(name: str) -> str:
+    if "__" in name:
+        raise ValueError(f"{name!r}: a name of a library call may not contain '__'")
+    return name
+
+
+OpName = Annotated[str, Field(pattern=OP_PATTERN, max_length=160), AfterValidator(_no_dunder)]
+KwargName = Annotated[str, Field(pattern=NAME_PATTERN), AfterValidator(_no_dunder)]
+ViewDims = Annotated[
+    tuple[Annotated[int, Field(ge=1, le=MAX_INT, strict=True)], ...], Field(max_length=MAX_DIMS)
+]
+ViewStrides = Annotated[
+    tuple[Annotated[int, Field(ge=0, le=MAX_INT, strict=True)], ...], Field(max_length=MAX_DIMS)
+]
+
+
+class TensorView(_Frozen):
+    """A tensor argument or result: `buffer` as declared, or a view of its storage (`shape`,
+    `stride` and an absolute storage `offset`). Its dtype is the buffer's."""
+
+    buffer: Name
+    shape: ViewDims | None = None
+    stride: ViewStrides | None = None
+    offset: Annotated[int, Field(ge=0, le=MAX_INT, strict=True)] = 0
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> TensorView:
+        if (self.shape is None) != (self.stride is None):
+            raise ValueError("a view gives both shape and stride, or neither (the buffer as declared)")
+        if self.shape is None and self.offset:
+            raise ValueError(
+                "offset belongs to a view with shape and stride; without them the view is the buffer as declared"
+            )
+        if self.shape is not None and self.stride is not None and len(self.shape) != len(self.stride):
+            raise ValueError(
+                f"a view's stride has {len(self.stride)} entries but its shape has {len(self.shape)}"
+            )
+        return self
+
+
+def _arg_value(value: Any, depth: int = 0) -> Any:
+    """A literal or view of a library call, checked (strings are data: only their length counts)."""
+    if value is None or isinstance(value, bool | int | float):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise ValueError(f"integer {value} is out of range (|v| < 2**63)")
+        return value
+    if isinstance(value, str):
+        if len(value) > MAX_ARG_STRING:
+            raise ValueError(
+                f"a string argument has at most {MAX_ARG_STRING} characters, this one {len(value)}"
+            )
+        return value
+    if isinstance(value, dict | TensorView):
+        try:
+            return value if isinstance(value, TensorView) else TensorView.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = "/".join(str(p) for p in first["loc"])
+            msg = str(first["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"not a tensor view: {where + ': ' if where else ''}{msg}") from None
+    if isinstance(value, list | tuple):
+        if depth >= MAX_ARG_DEPTH:
+            raise ValueError(f"arguments nest lists at most {MAX_ARG_DEPTH} deep")
+        if len(value) > MAX_ARG_LIST:
+            raise ValueError(f"a list argument has at most {MAX_ARG_LIST} items, this one {len(value)}")
+        out = []
+        for j, v in enumerate(value):
+            try:
+                out.append(_arg_value(v, depth + 1))
+            except ValueError as exc:
+                raise ValueError(f"item {j}: {exc}") from None
+        return tuple(out)
+    raise ValueError(
+        f"an argument is null, a bool, an int, a float, a string, a tensor view or a list of these, not {type(value).__name__}"
+    )
+
+
+def _leaves(value: Any) -> int:
+    return sum(_leaves(v) for v in value) if isinstance(value, tuple) else 1
+
+
+_VIEW_SCHEMA: dict[str, Any] = TensorView.model_json_schema(mode="validation")
+_LEAF_SCHEMA: list[dict[str, Any]] = [
+    _VIEW_SCHEMA,
+    {"type": "null"},
+    {"type": "boolean"},
+    {"type": "integer"},
+    {"type": "number"},
+    {"type": "string", "maxLength": MAX_ARG_STRING},
+]
+_ARG_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        *_LEAF_SCHEMA,
+        {
+            "type": "array",
+            "maxItems": MAX_ARG_LIST,
+            "items": {
+                "anyOf": [
+                    *_LEAF_SCHEMA,
+                    {"type": "array", "maxItems": MAX_ARG_LIST, "items": {"anyOf": _LEAF_SCHEMA}},
+                ]
+            },
+        },
+    ],
+    "description": "A literal (null, bool, int, float, string), a tensor view, or a list of these (lists nest two deep).",
+}
+Arg = Annotated[Any, PlainValidator(_arg_value), WithJsonSchema(_ARG_SCHEMA)]
+Output = Name | TensorView | None
+
+
 class ExternNode(_Frozen):
+    """A library call. v1: `op` is mm, bmm or addmm with `inputs`/`output` (buffers, whole).
+    Extension 1.1: `op` names a functional ATen operator (`aten.convolution.default`) called with
+    `args`/`kwargs` (views and literals, in the operator's schema) and writing `outputs`."""
+
     name: Name
     kind: Literal["extern"]
-    op: Name
-    inputs: tuple[Name, ...] = Field(min_length=1)
-    output: Name
+    op: OpName
+    inputs: tuple[Name, ...] | None = Field(default=None, min_length=1)
+    output: Name | None = None
+    args: Annotated[tuple[Arg, ...], Field(max_length=MAX_ARGS)] | None = Field(
+        default=None, description="Extension 1.1: the operator's positional arguments, in schema order."
+    )
+    kwargs: Annotated[dict[KwargName, Arg], Field(max_length=MAX_ARGS)] | None = Field(
+        default=None, description="Extension 1.1: keyword arguments by schema name."
+    )
+    outputs: Annotated[tuple[Output, ...], Field(min_length=1, max_length=MAX_ARGS)] | None = Field(
+        default=None,
+        description="Extension 1.1: one entry per tensor result, in result order: a buffer, a view, or null (unused).",
+    )
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ExternNode:
+        leaves = sum(_leaves(v) for v in (*(self.args or ()), *(self.kwargs or {}).values()))
+        if leaves > MAX_ARG_LEAVES:
+            raise ValueError(f"a call has at most {MAX_ARG_LEAVES} literals and views, this one {leaves}")
+        return self
+
+    def is_call(self) -> bool:
+        """Whether the node uses extension 1.1's fields (args/kwargs/outputs)."""
+        return self.args is not None or self.kwargs is not None or self.outputs is not None
 
 
 class TemplateNode(_Frozen):
@@ -162,7 +323,7 @@ Node = Annotated[
 
 
 class Graph(_Frozen):
-    """A fuseopt graph (FORMAT.md). Order of `buffers` and `nodes` is significant."""
+    """A fuseopt graph (docs/format.md). Order of `buffers` and `nodes` is significant."""
 
     model_config = ConfigDict(
         frozen=True,

@@ -1,4 +1,4 @@
-"""IR graph -> FORMAT.md document (dict, JSON or YAML text), and the graph's content hash.
+"""IR graph -> docs/format.md document (dict, JSON or YAML text), and the graph's content hash.
 
 `load_text(dump_json(g)) == g` for every valid graph; passes that rewrite graphs (reduce, loop
 order) use this to write files people can re-run.
@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from fuseopt.ir.expr import to_text
-from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode, Node
+from fuseopt.ir.graph import BufferInfo, ComputeNode, EnumArg, Graph, LibraryNode, Node, View
 from fuseopt.ir.models import FORMAT_ID
 
 
@@ -38,9 +38,32 @@ def buffer_to_dict(b: BufferInfo) -> dict[str, Any]:
     return d
 
 
-def node_to_dict(n: Node) -> dict[str, Any]:
+def _call_value(a: Any, buffers: dict[str, BufferInfo] | None) -> Any:
+    """A bound argument of an extension-1.1 call as the format writes it."""
+    if isinstance(a, View):
+        b = None if buffers is None else buffers.get(a.buffer)
+        if b is not None and View.of(b) == a:
+            return {"buffer": a.buffer}
+        return {"buffer": a.buffer, "shape": list(a.shape), "stride": list(a.stride), "offset": a.offset}
+    if isinstance(a, EnumArg):
+        return a.name
+    if isinstance(a, tuple):
+        return [_call_value(x, buffers) for x in a]
+    return a
+
+
+def node_to_dict(n: Node, buffers: dict[str, BufferInfo] | None = None) -> dict[str, Any]:
+    if isinstance(n, LibraryNode) and n.call is not None:
+        c = n.call
+        d: dict[str, Any] = {"name": n.name, "kind": n.kind, "op": n.op}
+        d["args"] = [_call_value(x, buffers) for x in c.args]
+        if c.kwargs:
+            d["kwargs"] = {k: _call_value(v, buffers) for k, v in c.kwargs}
+        outs = [None if v is None else _call_value(v, buffers) for v in c.outputs]
+        d["outputs"] = [o["buffer"] if isinstance(o, dict) and len(o) == 1 else o for o in outs]
+        return d
     if isinstance(n, LibraryNode):
-        d: dict[str, Any] = {
+        d = {
             "name": n.name,
             "kind": n.kind,
             "op": n.op,
@@ -66,7 +89,8 @@ def graph_to_dict(g: Graph) -> dict[str, Any]:
     if g.description is not None:
         d["description"] = g.description
     d["buffers"] = {b.name: buffer_to_dict(b) for b in g.buffers}
-    d["nodes"] = [node_to_dict(n) for n in g.nodes]
+    bufmap = {b.name: b for b in g.buffers}
+    d["nodes"] = [node_to_dict(n, bufmap) for n in g.nodes]
     if g.meta:
         d["meta"] = _plain(g.meta)
     return d
