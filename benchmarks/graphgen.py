@@ -1,6 +1,6 @@
 """Synthetic graphs for planner benchmarks, shaped like real programs.
 
-`make_graph(n, seed)` returns a FORMAT.md document (dict) with n nodes in blocks of about 16
+`make_graph(n, seed)` returns a docs/format.md document (dict) with n nodes in blocks of about 16
 nodes (like layers of a model). Each block has its own parameters and reads the previous block's
 output; inside a block: pointwise chains, transposed-layout producers and consumers (loop-order
 work), row reductions with epilogues and broadcast consumers (reduction fusion), and horizontal

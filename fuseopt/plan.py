@@ -1,4 +1,4 @@
-"""The fusion plan: what `fuseopt optimize` decides and prints (FORMAT.md "Plan output").
+"""The fusion plan: what `fuseopt optimize` decides and prints (docs/format.md "Plans").
 
 Frozen records; `Plan.to_json()` gives the stable machine form (`fuseopt-plan/1`). Field names
 here are part of the public output and must not change without a format bump.

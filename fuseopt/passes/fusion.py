@@ -16,6 +16,7 @@ list order reaches decisions, faithfully); `stable` walks them by (dependency de
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -25,7 +26,7 @@ from fuseopt.ir.graph import Graph
 from fuseopt.passes.fusion_stable import stable_fuse
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
-from fuseopt.passes.options import Options
+from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, Options
 from fuseopt.passes.scoring import Score, inductor_score, inductor_sort, stable_score, stable_sort
 from fuseopt.plan import Decision, Rejection, Reorder
 
@@ -121,6 +122,31 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
     hook = reorder if opts.loop_order else None
     if opts.scoring == "stable":
         stable_fuse(state, opts, levels, rec.reject, rec.decisions, hook, reorders)
+        # Nodes stranded at the size cap: plan again with each joined to the neighbour it could
+        # have fused with before that neighbour filled up; keep the plan with fewer kernels.
+        seeds: set[tuple[str, str]] = set()
+        for _ in range(MAX_REPLANS):
+            found = set(_stranded(state, opts, hook)) - seeds
+            if not found:
+                break
+            seeds |= found
+            again = FusionState(graph, graph_deps(graph), numbers, by_name=True)
+            again_rec = _Recorder(again.label)
+            again_reorders: list[Reorder] = []
+            stable_fuse(
+                again,
+                opts,
+                levels,
+                again_rec.reject,
+                again_rec.decisions,
+                hook,
+                again_reorders,
+                tuple(sorted(seeds)),
+            )
+            if len(again.groups) >= len(state.groups):
+                break
+            state, rec, reorders = again, again_rec, again_reorders
+        state.verdicts.clear()  # _stranded asked under another size cap
     else:
         rounds = 0
         for rnd in range(opts.max_rounds):
@@ -136,7 +162,10 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
         current = state.current_graph()
 
     _extern_rejections(state, rec)
-    groups = tuple(tuple(g.members) for g in state.ordered_groups())
+    if opts.scoring == "stable":  # members in (depth, name) order: topological, and order-free
+        groups = tuple(tuple(sorted(g.members, key=lambda m: (levels[m], m))) for g in state.ordered_groups())
+    else:
+        groups = tuple(tuple(g.members) for g in state.ordered_groups())
     kernel_of = {m: i for i, g in enumerate(groups) for m in g}
     rejected = tuple(
         sorted(
@@ -145,6 +174,35 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
         )
     )
     return FusionResult(current, groups, tuple(rec.decisions), rejected, tuple(reorders), state)
+
+
+MAX_REPLANS = 3
+
+
+def _stranded(state: FusionState, opts: Options, hook: ReorderHook | None) -> list[tuple[str, str]]:
+    """Single-node kernels that a neighbouring kernel would take but for --max-fusion-size: each as
+    (the neighbour's member it shares a buffer with, the node), by names."""
+    roomy = dataclasses.replace(opts, max_fusion_size=MAX_FUSION_SIZE_LIMIT)
+    out: list[tuple[str, str]] = []
+    for g in sorted(state.groups.values(), key=lambda g: g.min_name):
+        if len(g.members) != 1 or g.is_library:
+            continue
+        name = g.members[0]
+        node = state.node(name)
+        producers = sorted({w for b in node.read_buffers() if (w := state.writer.get(b)) is not None})
+        readers = sorted({r for b in node.outputs for r in state.users.get(b, ())} - {name})
+        for partner in (*producers, *readers):
+            other = state.group(partner)
+            if other.gid == g.gid or len(other.members) + 1 <= opts.max_fusion_size or other.is_library:
+                continue
+            v = check_fusion(state, g, other, roomy)
+            if not v.ok and hook is not None and v.reason in REORDER_REASONS:
+                found = hook.propose(state, g, other, roomy)  # type: ignore[attr-defined]
+                v = found[0] if found is not None else v
+            if v.ok:
+                out.append((partner, name))
+                break
+    return out
 
 
 def _extern_rejections(state: FusionState, rec: _Recorder) -> None:

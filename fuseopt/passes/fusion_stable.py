@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
+from fuseopt.passes.loop_order import Proposal
 from fuseopt.passes.options import Options
 from fuseopt.passes.scoring import Score, stable_score
 from fuseopt.plan import Decision, Reorder
@@ -104,22 +105,32 @@ def stable_fuse(
     decisions: list[Decision],
     reorder: object | None,
     reorders: list[Reorder],
+    seeds: tuple[tuple[str, str], ...] = (),
 ) -> None:
+    """Greedy fusion by stable score. `seeds` are pairs of nodes fused first, before any scoring
+    (`fusion.fuse` passes the nodes a first plan stranded at the size cap with the kernel member
+    they share data with, so that they join it before it fills up)."""
+
     def key(g: Group) -> GroupKey:
         return (min(levels[m] for m in g.members), g.min_name)
 
     index = _BufferIndex(state, key)
-    # (negated score terms, tie-break names, gid, version, gid, version): the score is rebuilt
-    # from its terms when a pair is taken (a fan of 20,000 users queues over a million pairs).
-    heap: list[tuple[tuple[int, ...], tuple[str, ...], int, int, int, int]] = []
+    # (negated score terms, transformed, tie-break names, gid, version, gid, version, proposal): the score is
+    # rebuilt from its terms when a pair is taken (a fan of 20,000 users queues over a million
+    # pairs); proposal -1, or the loop transformation (in `proposals`) the pair needs.
+    heap: list[tuple[tuple[int, ...], int, tuple[str, ...], int, int, int, int, int]] = []
+    proposals: list[Proposal] = []
+    transforms: object | None = None  # the loop-order hook, once plain fusion has settled
 
-    def consider(g1: Group, g2: Group, hook: object | None) -> None:
+    def consider(g1: Group, g2: Group) -> None:
         v = check_fusion(state, g1, g2, opts)
-        if not v.ok and hook is not None and v.reason in REORDER_REASONS:
-            tried = hook.try_pair(state, g1, g2, opts)  # type: ignore[attr-defined]
-            if tried is not None:
-                v, applied = tried
-                reorders.extend(applied)
+        pid = -1
+        if not v.ok and transforms is not None and v.reason in REORDER_REASONS:
+            found = transforms.propose(state, g1, g2, opts)  # type: ignore[attr-defined]
+            if found is not None:
+                v, prop = found
+                pid = len(proposals)
+                proposals.append(prop)
         if not v.ok:
             reject(g1, g2, v)
             return
@@ -128,15 +139,17 @@ def stable_fuse(
         s = stable_score(state, g1, g2, v.memory, levels)
         item = (
             tuple(-t for t in s.terms),
+            int(pid >= 0),  # at equal scores, a pair that needs no loop transformation first
             s.tiebreak,
             g1.gid,
             state.version[g1.gid],
             g2.gid,
             state.version[g2.gid],
+            pid,
         )
         heapq.heappush(heap, item)
 
-    def sweep(hook: object | None) -> None:
+    def sweep() -> None:
         seen: set[tuple[int, int]] = set()
         for buf in sorted(index.lists):
             lst = index.lists[buf]
@@ -146,16 +159,30 @@ def stable_fuse(
                     if pair in seen:
                         continue
                     seen.add(pair)
-                    consider(state.groups[a], state.groups[b], hook)
+                    consider(state.groups[a], state.groups[b])
+
+    def take(g1: Group, g2: Group, pid: int) -> Verdict:
+        """The pair's verdict as it is now, its loop transformation installed (kept only if ok)."""
+        if pid < 0:
+            return check_fusion(state, g1, g2, opts)
+        prop = proposals[pid]
+        saved = state.version[prop.gid]
+        state.install(prop.after)
+        v = check_fusion(state, g1, g2, opts)
+        if v.ok:
+            reorders.extend(prop.records)
+        else:
+            state.install(prop.before, version=saved)
+        return v
 
     def drain(phase: int) -> int:
         fused = 0
         while heap:
-            neg, tiebreak, ga, va, gb, vb = heapq.heappop(heap)
+            neg, _, tiebreak, ga, va, gb, vb, pid = heapq.heappop(heap)
             if state.version.get(ga) != va or state.version.get(gb) != vb:
                 continue  # stale: one side changed since this pair was scored
             g1, g2 = state.groups[ga], state.groups[gb]
-            v = check_fusion(state, g1, g2, opts)
+            v = take(g1, g2, pid)
             if not v.ok:
                 reject(g1, g2, v)
                 continue
@@ -167,23 +194,44 @@ def stable_fuse(
             fused += 1
             index.replace(merged.gid, absorbed)
             for other in index.neighbours(merged, opts.pair_window):
-                consider(merged, state.groups[other], None)
+                consider(merged, state.groups[other])
         return fused
 
-    phase = 0
+    # Phases: every candidate pair is scored and the queue drained; phases repeat until one fuses
+    # nothing (a fusion elsewhere can make an earlier rejection legal). Loop transformations are
+    # proposed only once plain fusion has settled (a transformation changes how a node walks
+    # memory: it is worth it where nothing else fuses), then the phases repeat with them.
+    for a, b in seeds:
+        g1, g2 = state.group(a), state.group(b)
+        if g1.gid == g2.gid:
+            continue
+        v = check_fusion(state, g1, g2, opts)
+        pid = -1
+        if not v.ok and reorder is not None and v.reason in REORDER_REASONS:
+            found = reorder.propose(state, g1, g2, opts)  # type: ignore[attr-defined]
+            if found is not None:
+                pid = len(proposals)
+                proposals.append(found[1])
+        if pid >= 0:
+            v = take(g1, g2, pid)
+        if not v.ok:
+            continue
+        if not state.before(g1, g2):
+            g1, g2 = g2, g1
+        seed_score = stable_score(state, g1, g2, v.memory, levels)
+        pair = (state.label(g1), state.label(g2))
+        merged = state.fuse(g1, g2)
+        index.replace(merged.gid, g2.gid if merged.gid == g1.gid else g1.gid)
+        decisions.append(Decision(len(decisions), pair, "fuse", seed_score.to_json(), 0, v.kind))
 
-    def settle() -> None:
-        nonlocal phase
+    phase = 0
+    for hook in (None, reorder) if reorder is not None else (None,):
+        transforms = hook
         for _ in range(opts.max_rounds):
-            sweep(None)
+            sweep()
             fused = drain(phase)
             phase += 1
             if not fused or len(state.groups) == 1:
-                return
-
-    settle()
-    if reorder is not None and len(state.groups) > 1:
-        sweep(reorder)
-        if drain(phase):
-            phase += 1
-            settle()
+                break
+        if len(state.groups) == 1:
+            return

@@ -199,7 +199,8 @@ class FusionState:
         """Kernels on a path between a and b (named by their label, for the reason's detail)."""
         if self.is_ancestor(b, a):
             a, b = b, a
-        return [self.label(self.groups[s]) for s in self._via(a, b)[:3]]
+        via = [self.label(self.groups[s]) for s in self._via(a, b)]
+        return (sorted(via) if self.by_name else via)[:3]  # by name: not by list position
 
     # -- the one mutation ------------------------------------------------------------------
     def fuse(self, a: Group, b: Group) -> Group:

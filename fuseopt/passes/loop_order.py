@@ -8,7 +8,7 @@ The fusion pass calls `LoopOrder.try_pair` on a pair that failed with `index_mis
     to the original order first), by stride order beyond that. A node with one read and one write
     whose *read* becomes contiguous is reported as an index inversion;
   - reindex: a pointwise node with numel == numel*rnumel of a reduction is re-factored to the
-    reduction's (loops, reduce) shape (CASES.md rms_reshape, floordiv_broadcast).
+    reduction's (loops, reduce) shape (docs/cases.md rms_reshape, floordiv_broadcast).
 The transformed node is kept only if the legality check then passes; `finish` rolls back any
 transformation whose node ended up fused with nothing. `merge_loops` (a pipeline pass after
 fusion) merges adjacent loops whose strides chain in every access, so indices flatten.
@@ -43,51 +43,151 @@ class _Applied:
     records: tuple[Reorder, ...]
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """A loop transformation of one group under which a pair fuses (not installed yet)."""
+
+    gid: int
+    members: tuple[str, ...]  # the group when proposed
+    before: tuple[ComputeNode, ...]
+    after: tuple[ComputeNode, ...]
+    records: tuple[Reorder, ...]
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A transformation of a whole group, named by what it does to positions, not by any node:
+    ("permute", loop order, reduce order) or ("reindex", the reduction shape)."""
+
+    key: tuple[object, ...]
+    rank: tuple[object, ...]  # the candidates' order: fewest inversions first, reindex last
+    kind: str  # reorder | invert | reindex
+    target: str  # what it matches (for the record's detail)
+
+
 @dataclass
 class LoopOrder:
-    """The fusion pass's reorder hook; remembers what it changed so unused changes roll back."""
+    """The fusion pass's reorder hook; remembers what it changed so unused changes roll back.
+
+    The transformation tried for a pair never depends on which member or side was seen first:
+    every member's access of every shared buffer proposes the permutations that make it equal to
+    any access of the other group; candidates are keyed by the positions they move and tried in
+    one canonical order (the pointwise side, then the smaller group, then fewest inversions, then
+    the permutation itself; the side's smallest node name only between sides of equal rank).
+    """
 
     applied: list[_Applied] = field(default_factory=list)
+    _matches: dict[tuple[object, ...], tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]] = field(
+        default_factory=dict
+    )
 
     def try_pair(
         self, state: FusionState, g1: Group, g2: Group, opts: Options
     ) -> tuple[Verdict, list[Reorder]] | None:
-        common = set(g1.buffer_names()) & set(g2.buffer_names())
-        if not common or g1.is_library or g2.is_library:
+        """The first candidate (in the canonical order) under which the pair fuses, installed."""
+        found = self.propose(state, g1, g2, opts)
+        if found is None:
             return None
-        sides = [(g1, g2), (g2, g1)]
-        # Prefer transforming the pointwise side (Inductor reorders only pointwise nodes).
-        sides.sort(key=lambda s: (s[0].is_reduction, len(s[0].members)))
-        for mine, other in sides:
+        v, prop = found
+        state.install(prop.after)
+        self.applied.append(_Applied(prop.before, prop.after, frozenset(prop.members), prop.records))
+        return v, list(prop.records)
+
+    def propose(
+        self, state: FusionState, g1: Group, g2: Group, opts: Options
+    ) -> tuple[Verdict, Proposal] | None:
+        """The first candidate under which the pair fuses, and its verdict; the state is left as
+        it was (the fusion pass installs the proposal only when it takes the pair)."""
+        if g1.is_library or g2.is_library:
+            return None
+        common = sorted(set(g1.buffer_names()) & set(g2.buffer_names()))
+        if not common:
+            return None
+        options: list[tuple[tuple[object, ...], Group, _Candidate, list[ComputeNode]]] = []
+        for mine, other in ((g1, g2), (g2, g1)):
             nodes = [state.node(m) for m in mine.members]
-            if not all(isinstance(n, ComputeNode) for n in nodes):
-                continue
             members = [n for n in nodes if isinstance(n, ComputeNode)]
+            if len(members) != len(nodes):
+                continue
             sizes = {(tuple(lv.size for lv in n.loops), tuple(lv.size for lv in n.reduce)) for n in members}
             # A group moves as one: every member gets the same transformation, which keeps their
             # row-major positions aligned. That needs one loop structure across the group.
             if len(sizes) != 1:
                 continue
-            lead = next((n for n in members if (set(n.read_buffers()) | {n.output}) & common), members[0])
+            side = (mine.is_reduction, len(mine.members))
+            for cand in self._candidates(state, members, other, common):
+                options.append(((side, cand.rank, state.label(mine)), mine, cand, members))
+        options.sort(key=lambda o: o[0])
+        for _, mine, cand, members in options:
+            after = _apply(state, cand, members)
+            if after is None:
+                continue
             saved = state.version[mine.gid]
-            for new, kind, detail in _candidates(state, lead, other, sorted(common)):
-                after = tuple(_same_transform(lead, new, n) for n in members)
-                if any(a is None for a in after):
-                    continue
-                done = tuple(a for a in after if a is not None)
-                state.install(done)
-                v = check_fusion(state, g1, g2, opts)
-                if v.ok:
-                    recs = tuple(
-                        Reorder(
-                            b.name, _order_of(b, a), kind, detail, tuple((lv.name, lv.size) for lv in a.loops)
-                        )
-                        for b, a in zip(members, done, strict=True)
+            state.install(after)
+            v = check_fusion(state, g1, g2, opts)
+            state.install(members, version=saved)
+            if v.ok:
+                recs = tuple(
+                    sorted(
+                        (_record(b, a, cand) for b, a in zip(members, after, strict=True)),
+                        key=lambda r: r.node,
                     )
-                    self.applied.append(_Applied(tuple(members), done, frozenset(mine.members), recs))
-                    return v, list(recs)
-                state.install(members, version=saved)
+                )
+                return v, Proposal(mine.gid, tuple(mine.members), tuple(members), after, recs)
         return None
+
+    def _candidates(
+        self, state: FusionState, members: list[ComputeNode], other: Group, buffers: list[str]
+    ) -> list[_Candidate]:
+        """Every transformation of the group proposed by any member against any access of other."""
+        found: dict[tuple[object, ...], _Candidate] = {}
+        targets = {
+            buf: sorted(
+                {d for d in (*other.writes, *other.reads) if d.buffer == buf and isinstance(d, MemoryDep)},
+                key=lambda d: d.text(),
+            )
+            for buf in buffers
+        }
+        for node in members:
+            for buf in buffers:
+                if not targets[buf]:
+                    continue
+                for ld, is_store in _access_indices(node, buf):
+                    inv = _is_inversion(node, buf, is_store)
+                    for target in targets[buf]:
+                        for p, rp in self._matching(node, ld, is_store, target):
+                            key: tuple[object, ...] = ("permute", p, rp)
+                            old = found.get(key)
+                            found[key] = _Candidate(
+                                key,
+                                (0, _inversions(p) + _inversions(rp), p, rp),
+                                "invert" if inv or (old is not None and old.kind == "invert") else "reorder",
+                                min(target.text(), old.target) if old is not None else target.text(),
+                            )
+        lead = members[0]
+        shapes: dict[tuple[int, ...], str] = {}  # reduction shape -> its smallest node name
+        for m in other.members:
+            red = state.node(m)
+            if isinstance(red, ComputeNode) and red.kind == "reduction":
+                shape = tuple(lv.size for lv in (*red.loops, *red.reduce))
+                shapes[shape] = min(shapes.get(shape, m), m)
+        sizes = [lv.size for lv in lead.loops]
+        for shape, red_name in sorted(shapes.items()):
+            if lead.kind == "pointwise" and lead.numel == _prod(shape) and list(shape) != sizes:
+                key = ("reindex", shape)
+                found[key] = _Candidate(key, (1, 0, shape, ()), "reindex", red_name)
+        return sorted(found.values(), key=lambda c: c.rank)
+
+    def _matching(
+        self, node: ComputeNode, ld: Load, is_store: bool, target: MemoryDep
+    ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+        """The (loop order, reduce order) permutations that make this access equal to target
+        (memoised by the access's content: many nodes of a graph repeat one access pattern)."""
+        mkey = (ld.buffer, ld.index, node.loops, node.reduce, is_store, target)
+        hit = self._matches.get(mkey)
+        if hit is None:
+            hit = self._matches[mkey] = tuple(_permutations_matching(node, ld, is_store, target))
+        return hit
 
     def finish(self, state: FusionState, reorders: list[Reorder]) -> list[Reorder]:
         """Roll back transformations that led to no fusion; returns the reorders that stand."""
@@ -102,18 +202,41 @@ class LoopOrder:
         return [r for r in reorders if r not in dropped]
 
 
-def _same_transform(lead_old: ComputeNode, lead_new: ComputeNode, node: ComputeNode) -> ComputeNode | None:
-    """Apply to `node` the transformation that took lead_old to lead_new (same loop structure)."""
-    if node is lead_old:
-        return lead_new
-    old_names = [lv.name for lv in lead_old.loops]
-    new_names = [lv.name for lv in lead_new.loops]
-    if sorted(new_names) == sorted(old_names):  # a permutation: same positions for every member
-        order = [old_names.index(n) for n in new_names]
-        rnames = [lv.name for lv in lead_old.reduce]
-        rorder = [rnames.index(lv.name) for lv in lead_new.reduce] if lead_old.reduce else None
-        return permute(node, order, rorder)
-    return refactor(node, lead_new.loops)
+def _prod(xs: tuple[int, ...]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _apply(
+    state: FusionState, cand: _Candidate, members: list[ComputeNode]
+) -> tuple[ComputeNode, ...] | None:
+    """The candidate applied to every member (None when a member cannot take it)."""
+    if cand.key[0] == "permute":
+        _, p, rp = cand.key
+        assert isinstance(p, tuple) and isinstance(rp, tuple)
+        return tuple(permute(n, p, rp if n.reduce else None) for n in members)
+    shape = cand.key[1]
+    assert isinstance(shape, tuple)
+    taken = {b.name for b in state.graph.buffers} | {lv.name for n in members for lv in n.loops}
+    fresh = _fresh_loops(list(shape), taken)
+    out: list[ComputeNode] = []
+    for n in members:
+        new = refactor(n, fresh)
+        if new is None:
+            return None
+        out.append(new)
+    return tuple(out)
+
+
+def _record(before: ComputeNode, after: ComputeNode, cand: _Candidate) -> Reorder:
+    if cand.kind == "reindex":
+        detail = f"loops {_names(before.loops)} -> {_names(after.loops)} (the shape of {cand.target})"
+    else:
+        detail = f"loops {_names(before.loops)} -> {_names(after.loops)} to match {cand.target}"
+    loops = tuple((lv.name, lv.size) for lv in after.loops)
+    return Reorder(before.name, _order_of(before, after), cand.kind, detail, loops)
 
 
 def _order_of(old: ComputeNode, new: ComputeNode) -> tuple[int, ...]:
@@ -123,51 +246,12 @@ def _order_of(old: ComputeNode, new: ComputeNode) -> tuple[int, ...]:
     return tuple(range(len(new.loops)))
 
 
-def _target_dep(group: Group, buffer: str) -> MemoryDep | None:
-    for d in (*group.writes, *group.reads):
-        if d.buffer == buffer and isinstance(d, MemoryDep):
-            return d
-    return None
-
-
 def _access_indices(node: ComputeNode, buffer: str) -> list[tuple[Load, bool]]:
     out: list[tuple[Load, bool]] = []
     if node.store.buffer == buffer:
         out.append((node.store, True))
     out.extend((ld, False) for ld in walk(node.value) if isinstance(ld, Load) and ld.buffer == buffer)
     return out
-
-
-def _candidates(
-    state: FusionState, node: ComputeNode, other: Group, buffers: list[str]
-) -> Iterator[tuple[ComputeNode, str, str]]:
-    seen: set[tuple[tuple[LoopVar, ...], tuple[LoopVar, ...]]] = {(node.loops, node.reduce)}
-    for buf in buffers:
-        target = _target_dep(other, buf)
-        if target is None:
-            continue
-        for ld, is_store in _access_indices(node, buf):
-            loops = node.loops if is_store else (*node.loops, *node.reduce)
-            for new in _permutations_matching(node, ld, target, loops):
-                key = (new.loops, new.reduce)
-                if key in seen:
-                    continue
-                seen.add(key)
-                kind = "invert" if _is_inversion(node, new, buf, is_store) else "reorder"
-                yield new, kind, f"loops {_names(node.loops)} -> {_names(new.loops)} to match {target.text()}"
-    red = next((state.node(m) for m in other.members if state.node(m).kind == "reduction"), None)
-    if node.kind == "pointwise" and isinstance(red, ComputeNode) and node.numel == red.numel * red.rnumel:
-        shape = [lv.size for lv in (*red.loops, *red.reduce)]
-        if [lv.size for lv in node.loops] != shape:
-            taken = {b.name for b in state.graph.buffers} | {lv.name for lv in node.loops}
-            fresh = _fresh_loops(shape, taken)
-            reindexed = refactor(node, fresh)
-            if reindexed is not None and (reindexed.loops, reindexed.reduce) not in seen:
-                yield (
-                    reindexed,
-                    "reindex",
-                    f"loops {_names(node.loops)} -> {_names(reindexed.loops)} (the shape of {red.name})",
-                )
 
 
 def _fresh_loops(sizes: list[int], taken: set[str]) -> tuple[LoopVar, ...]:
@@ -186,37 +270,37 @@ def _names(loops: tuple[LoopVar, ...]) -> str:
     return "(" + ", ".join(f"{lv.name}={lv.size}" for lv in loops) + ")"
 
 
-def _is_inversion(old: ComputeNode, new: ComputeNode, buf: str, is_store: bool) -> bool:
+def _is_inversion(old: ComputeNode, buf: str, is_store: bool) -> bool:
     reads = old.read_buffers()
     return not is_store and len(reads) == 1 and reads[0] == buf
 
 
 def _permutations_matching(
-    node: ComputeNode, ld: Load, target: MemoryDep, loops: tuple[LoopVar, ...]
-) -> Iterator[ComputeNode]:
+    node: ComputeNode, ld: Load, is_store: bool, target: MemoryDep
+) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(loop order, reduce order) pairs, other than the identity, under which the access equals
+    target; all of them up to MAX_EXHAUSTIVE_LOOPS loops, the stride order beyond."""
     nl, nr = len(node.loops), len(node.reduce)
     if nl <= MAX_EXHAUSTIVE_LOOPS and nr <= 4:
-        perms = sorted(itertools.permutations(range(nl)), key=lambda p: (_inversions(p), p))
-        rperms = sorted(itertools.permutations(range(nr)), key=lambda p: (_inversions(p), p))
-        for p, rp in itertools.product(perms, rperms):
-            if p == tuple(range(nl)) and rp == tuple(range(nr)):
-                continue
-            cand = permute(node, p, rp if nr else None)
-            cand_loops = cand.loops if ld is node.store else (*cand.loops, *cand.reduce)
-            if canonical_dep(ld.buffer, ld.index, cand_loops) == target:
-                yield cand
-        return
-    # Many loops: sort by stride (descending) -- Inductor's normalize_with_stride_order.
-    strides = _strides(ld, loops)
-    p = tuple(sorted(range(nl), key=lambda i: (-strides.get(node.loops[i].name, 0), i)))
-    rp = tuple(sorted(range(nr), key=lambda i: (-strides.get(node.reduce[i].name, 0), i)))
-    cand = permute(node, p, rp if nr else None)
-    cand_loops = cand.loops if ld is node.store else (*cand.loops, *cand.reduce)
-    if canonical_dep(ld.buffer, ld.index, cand_loops) == target:
-        yield cand
+        pairs: Iterator[tuple[tuple[int, ...], tuple[int, ...]]] = itertools.product(
+            itertools.permutations(range(nl)), itertools.permutations(range(nr))
+        )
+    else:  # many loops: sort by stride (descending) -- Inductor's normalize_with_stride_order
+        strides = _strides(ld)
+        p = tuple(sorted(range(nl), key=lambda i: (-strides.get(node.loops[i].name, 0), i)))
+        rp = tuple(sorted(range(nr), key=lambda i: (-strides.get(node.reduce[i].name, 0), i)))
+        pairs = iter([(p, rp)])
+    for p, rp in pairs:
+        if p == tuple(range(nl)) and rp == tuple(range(nr)):
+            continue
+        loops = tuple(node.loops[i] for i in p)
+        if not is_store:
+            loops = (*loops, *(node.reduce[i] for i in rp))
+        if canonical_dep(ld.buffer, ld.index, loops) == target:
+            yield p, rp
 
 
-def _strides(ld: Load, loops: tuple[LoopVar, ...]) -> dict[str, int]:
+def _strides(ld: Load) -> dict[str, int]:
     f = linear_form(ld.index)
     return {atom.name: abs(k) for atom, k in f.coeffs if isinstance(atom, Var)}
 
@@ -285,7 +369,7 @@ def normalize_loops(graph: Graph) -> tuple[Graph, list[Reorder]]:
     for n in graph.nodes:
         if not isinstance(n, ComputeNode) or len(n.loops) < 2:
             continue
-        strides = _strides(n.store, n.loops)
+        strides = _strides(n.store)
         f = linear_form(n.store.index)
         if any(not isinstance(atom, Var) for atom, _ in f.coeffs):
             continue

@@ -50,6 +50,8 @@ def normalize_pass(stage: Stage, opts: Options) -> Stage:
     graph, records = normalize_loops(stage.graph)
     if not records:
         return stage
+    if opts.scoring == "stable":  # by node, not by list position
+        records = sorted(records, key=lambda r: r.node)
     plan = dataclasses.replace(stage.plan, reorders=(*stage.plan.reorders, *records))
     return dataclasses.replace(stage, graph=graph, plan=plan)
 
