@@ -17,8 +17,14 @@ import torch
 def scale_sum(x, y):
     return (x * 2 + y).sum(-1)
 
-def sorted_values(x):
-    return torch.sort(x).values
+def noisy(x):
+    return torch.rand_like(x) + x
+
+def matmul(a, b):
+    return a @ b
+
+def make_model():
+    return torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.LayerNorm(4))
 """
 
 
@@ -92,7 +98,10 @@ def test_json_output(program: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["{prog}:sorted_values", "--input", "float32[8]"], "op 'sort' is not supported"),
+        (["{prog}:noisy", "--input", "float32[8]"], "random operator"),
+        (["{prog}:matmul", "--input", "float32[4,8]", "--input", "float32[4,8]"],
+         r"could not capture the program: a and b must have same reduction dim.*matmul: return a @ b"),
+        (["{prog}:scale_sum", "--module"], r"scale_sum\(\) failed: TypeError"),
         (["{prog}:scale_sum", "--input", "float33[8]"], "unknown dtype 'float33'"),
         (["{prog}:scale_sum", "--input", "float32[8]", "--layout", "transposed"], "transposed needs at least 2"),
         (["{prog}:scale_sum", "--input", "float32[8]", "--layout", "contiguous", "--layout", "contiguous"],
@@ -119,6 +128,27 @@ def test_failures_write_nothing(program: Path, tmp_path: Path, args: list[str], 
     assert not out.exists()
     assert keep.read_text() == "untouched"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.py", "kept.yaml"]
+
+
+def test_module_factory_is_captured_with_its_weights(program: Path, tmp_path: Path) -> None:
+    """`--module`: FUNCTION() after seeding torch returns the module; its parameters are input
+    buffers named after their paths, and meta.capture.call says how to call it again."""
+    import torch
+
+    out = tmp_path / "model.json"
+    res = _invoke("capture", f"{program}:make_model", "--module", "--input", "float32[2,8]", "-o", str(out))
+    assert res.exit_code == 0, res.output
+    g = load_graph(out)
+    call = g.meta["capture"]["call"]
+    assert call["module"] == "Sequential" and call["args"] == ["input"]
+    assert call["parameters"] == {"p_0_weight": "0.weight", "p_0_bias": "0.bias", "p_2_weight": "2.weight",
+                                  "p_2_bias": "2.bias"}  # fmt: skip
+    assert g.meta["source"]["module_factory"] is True and g.name == "Sequential"
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.LayerNorm(4))
+    # mm reads the weight transposed: the buffer is declared as that view of the same storage
+    w = g.buffer("p_0_weight")
+    assert w.storage_size == model[0].weight.numel() and sorted(w.shape) == sorted(model[0].weight.shape)
 
 
 def test_help_says_the_program_is_executed() -> None:

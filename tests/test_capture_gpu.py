@@ -1,6 +1,6 @@
 """On a GPU machine: the CPU capture under GPU emulation against a capture of the same program on CUDA.
 
-Skipped without CUDA (the development machine). On the GPU machine each CASES.md program, INDUCTOR.md
+Skipped without CUDA (the development machine). On the GPU machine each docs/cases.md program, docs/inductor.md
 workload and real model block is captured twice -- CUDA tensors with Inductor's own GPU path, and CPU
 tensors with `gpu_emulation()` -- and the graphs (buffers, nodes) and Inductor's kernels compared.
 Where Inductor's *lowering* differs by device (docs/capture.md lists how), the difference is expected

@@ -1,7 +1,7 @@
 """Capture real PyTorch programs as fuseopt graphs, with Inductor's own fusion plan alongside.
 
 `fuseopt.capture(fn, *example_inputs)` compiles `fn` with torch.compile (Inductor), converts the
-scheduler's nodes as created (before fusion) into a FORMAT.md graph and records Inductor's kernels
+scheduler's nodes as created (before fusion) into a docs/format.md graph and records Inductor's kernels
 in `graph.meta["inductor"]`. The package itself is callable, so that `fuseopt.capture(...)` is this
 function whichever of `import fuseopt` or `import fuseopt.capture` ran first. torch is imported when
 a capture runs, not when this package is imported.

@@ -18,10 +18,12 @@ import sympy
 
 from fuseopt.capture.errors import CaptureError
 from fuseopt.capture.index import IndexPrinter
+from fuseopt.capture.indirect import IndexCompiler, Indirect, proved_in_range, wrapped
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Binary, Cast, Const, Expr, IndexValue, Load, Masked, Reduce, Unary, Var, Where
 
 MAX_INT = 2**63 - 1
+INDIRECT_PREFIX = "fuseopt_indirect_"
 
 # Inductor op -> fuseopt unary op (`neg` and `not` are the operators `-` and `~`).
 UNARY_OPS: dict[str, str] = {
@@ -79,6 +81,9 @@ REDUCTIONS: dict[str, str] = {
 
 # Reductions with several outputs, each stored by its own node: the number of outputs.
 MULTI_OUTPUT_REDUCTIONS: dict[str, int] = {"welford_reduce": 3, "online_softmax_reduce": 2}
+
+# Inductor's random ops (`torch.rand_like`, dropout in training): FORMAT graphs are deterministic.
+RANDOM_OPS = frozenset({"rand", "randn", "randint64", "load_seed", "seed", "inductor_random"})
 
 # Ops that only check or annotate: they produce nothing a graph needs.
 IGNORED_OPS = frozenset({"check_bounds", "device_assert_async"})
@@ -140,6 +145,7 @@ class NodeContext:
     var_ranges: dict[sympy.Symbol, int]
     rnumel: int
     indirect: dict[sympy.Symbol, Expr] = field(default_factory=dict)
+    indirect_dims: dict[sympy.Symbol, Indirect] = field(default_factory=dict)
     stores: list[Store] = field(default_factory=list)
 
     def printer(self) -> IndexPrinter:
@@ -172,6 +178,8 @@ class BodyHandler:
 
         def unsupported(*args: Any, **kwargs: Any) -> Any:
             # Raised when the op is used, not when it is looked up (Inductor may probe handlers).
+            if name in RANDOM_OPS:
+                raise CaptureError(f"random op {name!r}: random ops are not captured", node=node)
             raise CaptureError(
                 f"op {name!r} is not supported by capture (FORMAT v1 has no equivalent)", node=node
             )
@@ -208,13 +216,20 @@ class BodyHandler:
     value_expr = index_expr
 
     def indirect_indexing(self, x: Any, size: Any, check: bool = True, wrap_neg: bool = True) -> sympy.Symbol:
-        # Negative indices are not wrapped (wrap_neg): FORMAT v1 indices must be in bounds, and
-        # the interpreter reports an out-of-bounds indirect load by node.
-        value = self._value(x)
-        if isinstance(value, Cast) and value.to.is_int:
-            value = value.x
-        sym = sympy.Symbol(f"indirect{len(self._ctx.indirect)}", integer=True)
-        self._ctx.indirect[sym] = value
+        # The symbol must not be named like Inductor's own (`indirect0`): LoopBody.replace_indirect
+        # skips a replacement whose new symbol prints like the old one, leaving Inductor's symbol in
+        # the index. The prefix cannot be one of Inductor's (SymT prefixes are short lowercase words).
+        n = int(size)
+        sizes = {name: self._ctx.var_ranges[sym] for sym, name in self._ctx.loop_vars.items()}
+        index = IndexCompiler(self._ctx.node, sizes)(self._value(x))
+        if wrap_neg:
+            index = wrapped(index, n)
+        proved = proved_in_range(index, n, sizes, self._ctx.node)
+        if proved is not None:
+            index, check = proved, False
+        sym = sympy.Symbol(f"{INDIRECT_PREFIX}{len(self._ctx.indirect)}", integer=True)
+        self._ctx.indirect[sym] = index
+        self._ctx.indirect_dims[sym] = Indirect(index, n, bool(check))
         return sym
 
     # -- structure -------------------------------------------------------------------------------

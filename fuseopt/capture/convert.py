@@ -1,4 +1,4 @@
-"""Inductor's scheduler nodes (before fusion) -> a FORMAT.md document, while `V.graph` is live.
+"""Inductor's scheduler nodes (before fusion) -> a docs/format.md document, while `V.graph` is live.
 
 Buffers keep Inductor's names, layouts and order (graph inputs, then constants, then `V.graph.buffers`);
 nodes keep Inductor's names and program order. Three things in Inductor's graph have no direct
@@ -30,14 +30,22 @@ from fuseopt.capture.body import (
     run_body,
 )
 from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.externs import (
+    Call,
+    TensorRef,
+    bind,
+    check_deterministic,
+    functional_overload,
+    literal,
+    multi_output_index,
+    op_name,
+    result_count,
+)
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Binary, Const, Expr, IndexValue, Load, Masked, Reduce, Where, to_text
 
-LIBRARY_OPS: dict[str, str] = {
-    "extern_kernels.mm": "mm",
-    "extern_kernels.bmm": "bmm",
-    "extern_kernels.addmm": "addmm",
-}
+# ATen ops that FORMAT v1 calls by short name (`inputs`/`output`, whole buffers, alpha = beta = 1).
+V1_OPS: dict[str, str] = {"aten.mm.default": "mm", "aten.bmm.default": "bmm", "aten.addmm.default": "addmm"}
 TEMPLATE_ORIGINS: dict[str, str] = {"mm": "mm", "bmm": "bmm", "addmm": "addmm"}
 
 
@@ -131,6 +139,18 @@ def resolve(x: Any) -> tuple[str, Any]:
     return x.get_name(), x.get_layout()
 
 
+def same_layout(a: Layout, b: Layout) -> bool:
+    """The same elements at the same places: the stride of a size-1 dim is never used (Inductor
+    gives keepdim dims arbitrary strides), and a tensor without elements has no places."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if 0 in a.shape:
+        return True
+    return a.offset == b.offset and all(
+        sa == sb for n, sa, sb in zip(a.shape, a.stride, b.stride, strict=True) if n != 1
+    )
+
+
 def is_dense(layout: Layout) -> bool:
     dims = sorted((s, n) for n, s in zip(layout.shape, layout.stride, strict=True) if n > 1)
     expect = 1
@@ -151,6 +171,9 @@ class Converter:
     written: dict[str, Layout] = field(default_factory=dict)  # buffer -> layout, in write order
     library_written: set[str] = field(default_factory=set)
     library_views: dict[str, list[tuple[Layout, str]]] = field(default_factory=dict)
+    calls: dict[str, Call] = field(default_factory=dict)  # extern node -> its library call
+    v1_calls: set[str] = field(default_factory=set)  # those written with v1's inputs/output
+    multi_parents: dict[str, Call] = field(default_factory=dict)  # multi-result kernel -> its call
     constants_used: list[str] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -166,7 +189,39 @@ class Converter:
             return self._concat_load(self.concats[name], index, ctx)
         if name in self.graph.constants and name not in self.constants_used:
             self.constants_used.append(name)
-        return Load(self.buffer_name(name), ctx.index(index))
+        return Load(self.buffer_name(name), self._checked_index(name, index, ctx))
+
+    def _checked_index(self, name: str, index: sympy.Expr, ctx: NodeContext) -> Expr:
+        """The index, plus `S*(w // n)` for each checked indirect index `w` of a dim of size `n`
+        whose out-of-range values would not leave the storage (S) by themselves (see
+        `fuseopt.capture.indirect`)."""
+        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+
+        tree = ctx.index(index)
+        checked = [s for s in sorted(index.free_symbols, key=str) if s in ctx.indirect_dims]
+        checked = [s for s in checked if ctx.indirect_dims[s].check]
+        if not checked:
+            return tree
+        storage = self._storage_size(name)
+        for sym in checked:
+            dim = ctx.indirect_dims[sym]
+            coeff = index.coeff(sym)
+            rest = sympy.expand(index - coeff * sym)
+            if coeff.is_Integer and int(coeff) > 0 and not (rest.free_symbols & set(ctx.indirect_dims)):
+                ranges = {s: ValueRanges(0, n - 1) for s, n in ctx.var_ranges.items()}
+                bounds = bound_sympy(rest, ranges)
+                c = int(coeff)
+                if c * dim.size >= storage and bounds.lower >= 0 and bounds.upper < c:
+                    continue  # the outermost dim of the access: out of range is out of the storage
+            term = Binary("mul", Const(storage), Binary("floordiv", dim.index, Const(dim.size)))
+            tree = Binary("add", tree, term)
+        return tree
+
+    def _storage_size(self, name: str) -> int:
+        if name in self.graph.constants:
+            t = self.graph.constants[name]
+            return int(sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) + 1)
+        return layout_of(self.graph.get_buffer(name).get_layout(), name).storage_size
 
     def first_output(self, node: str, kind: str) -> str:
         import torch._inductor.ir as ir
@@ -191,7 +246,7 @@ class Converter:
                         "(FORMAT v1 computes the later outputs from the first one's buffer)",
                         node=node,
                     )
-                if layout_of(other.get_layout(), node) != layout_of(buf.get_layout(), node):
+                if not same_layout(layout_of(other.get_layout(), node), layout_of(buf.get_layout(), node)):
                     raise CaptureError(f"the outputs of {kind} have different layouts", node=node)
                 return name
         raise CaptureError(f"cannot find output 0 of this {kind}", node=node)
@@ -215,6 +270,7 @@ class Converter:
                         self._compute(sn, name)
                 else:
                     raise CaptureError(f"scheduler node kind {type(sn).__name__} is not supported", node=name)
+        self.finish()
 
     def _nop(self, sn: Any, name: str) -> None:
         import torch._inductor.ir as ir
@@ -303,20 +359,129 @@ class Converter:
         if isinstance(node, ir.AssertScalar):
             self.dropped.append(name)
             return
-        kernel = getattr(node, "python_kernel_name", None) or type(node).__name__
-        op = LIBRARY_OPS.get(kernel)
-        if op is None:
-            raise CaptureError(
-                f"extern kernel {kernel} is not supported (FORMAT v1 externs: mm, bmm, addmm)", node=name
-            )
-        kwargs = {**getattr(node, "kwargs", {})}
-        if any(kwargs.get(k, 1) != 1 for k in ("alpha", "beta")):
-            raise CaptureError(f"{op} with alpha/beta {kwargs} is not supported", node=name)
-        inputs = self._library_inputs(node, name)
+        if isinstance(node, ir.MultiOutput):
+            self._multi_output(node, name)
+            return
+        op = functional_overload(node, name)
+        label = op_name(op)
+        args, kwargs = bind(node, op, name)
+        check_deterministic(op, args, kwargs, name)
+
+        def tensor(x: Any) -> TensorRef:
+            return self._tensor_ref(x, name)
+
+        call = Call(
+            node=name,
+            op=label,
+            args=[literal(a, tensor, name, f"args/{i}") for i, a in enumerate(args)],
+            kwargs={k: literal(v, tensor, name, f"kwargs/{k}") for k, v in kwargs.items()},
+            outputs=[None] * result_count(op),
+        )
         out = node.get_name()
+        if isinstance(node.layout, ir.MultiOutputLayout):
+            self.multi_parents[out] = call
+        else:
+            if len(call.outputs) != 1:
+                raise CaptureError(
+                    f"{label} has {len(call.outputs)} results but one output buffer", node=name
+                )
+            call.outputs[0] = out
+            self.written[out] = layout_of(node.get_layout(), name)
+            self.library_written.add(out)
+        self.calls[name] = call
+        self.nodes.append({"name": name, "kind": "extern", "op": label})
+        v1 = V1_OPS.get(label)
+        refs = [a for a in call.args if isinstance(a, TensorRef)]
+        if (
+            v1 is not None
+            and len(refs) == len(call.args)
+            and all(call.kwargs.get(k, 1) == 1 for k in ("alpha", "beta"))
+        ):
+            self.v1_calls.add(name)
+            for ref in refs:
+                self.library_views.setdefault(ref.buffer, []).append((ref.layout, name))
+
+    def _tensor_ref(self, x: Any, name: str) -> TensorRef:
+        bname, lay = resolve(x)
+        if bname in self.concats:
+            raise CaptureError(
+                f"extern input {bname} is a concatenation (its slices are separate buffers)", node=name
+            )
+        if bname in self.graph.constants and bname not in self.constants_used:
+            self.constants_used.append(bname)
+        return TensorRef(bname, layout_of(lay, name))
+
+    def _multi_output(self, node: Any, name: str) -> None:
+        """A result of a multi-result call: that result's buffer; the node itself launches nothing."""
+        (parent,) = node.inputs
+        pname = parent.get_name()
+        call = self.multi_parents.get(pname)
+        if call is None:
+            raise CaptureError(f"result of {pname}, which is not a captured library call", node=name)
+        i = multi_output_index(node, name)
+        if not 0 <= i < len(call.outputs) or call.outputs[i] is not None:
+            raise CaptureError(f"result {i} of {call.op} is selected twice or does not exist", node=name)
+        out = node.get_name()
+        call.outputs[i] = out
         self.written[out] = layout_of(node.get_layout(), name)
         self.library_written.add(out)
-        self.nodes.append({"name": name, "kind": "extern", "op": op, "inputs": inputs, "output": out})
+        self.dropped.append(name)
+
+    def finish(self) -> None:
+        """Decide each mm/bmm/addmm's form, then render the library calls (views need the declared
+        layouts). A v1 call stays v1 when every buffer it reads can be declared with the one view
+        v1 calls read it through; the readers of a buffer read through several views (q, k and v of
+        one projection), or through a view of an extern's own output, become 1.1 calls."""
+        while True:
+            bad = {b for b in self.library_views if self._view_conflict(b) is not None}
+            movers = sorted(
+                n
+                for n in self.v1_calls
+                if any(isinstance(a, TensorRef) and a.buffer in bad for a in self.calls[n].args)
+            )
+            if not movers:
+                break
+            for n in movers:
+                self.v1_calls.discard(n)
+            for b in list(self.library_views):
+                self.library_views[b] = [(v, r) for v, r in self.library_views[b] if r not in movers]
+        by_name = {d["name"]: d for d in self.nodes}
+        for n, call in self.calls.items():
+            doc = by_name[n]
+            if n in self.v1_calls:
+                doc["op"] = V1_OPS[call.op]
+                doc["inputs"] = [self.buffer_name(a.buffer) for a in call.args]
+                doc["output"] = call.outputs[0]
+                continue
+            doc["args"] = [self._render(a) for a in call.args]
+            if call.kwargs:
+                doc["kwargs"] = {k: self._render(v) for k, v in sorted(call.kwargs.items())}
+            doc["outputs"] = list(call.outputs)
+
+    def _render(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self._render(v) for v in value]
+        if not isinstance(value, TensorRef):
+            return value
+        view = value.layout
+        declared = self.declared_layout(value.buffer, self.base_layout(value.buffer))
+        if same_layout(view, declared):
+            return {"buffer": self.buffer_name(value.buffer)}
+        return {
+            "buffer": self.buffer_name(value.buffer),
+            "shape": list(view.shape),
+            "stride": list(view.stride),
+            "offset": view.offset,
+        }
+
+    def base_layout(self, buffer: str) -> Layout:
+        """Inductor's layout of a buffer: written here, a constant, or a graph input."""
+        if buffer in self.written:
+            return self.written[buffer]
+        if buffer in self.graph.constants:
+            t = self.graph.constants[buffer]
+            return Layout(tuple(t.shape), tuple(t.stride()), 0, dtype_of(t.dtype, node=buffer))
+        return layout_of(self.graph.graph_inputs[buffer].get_layout(), buffer)
 
     def _scalar(self, node: Any, name: str) -> None:
         """`t.item()` (Inductor's DynamicScalar, a host sync): a 0-d copy of the element, whose
@@ -396,26 +561,37 @@ class Converter:
         self.nodes.append(doc)
 
     # -- buffers ---------------------------------------------------------------------------------
-    def declared_layout(self, buffer: str, base: Layout) -> Layout:
-        """The layout to declare: Inductor's, or the one view through which externs read it."""
-        views = [(v, n) for v, n in self.library_views.get(buffer, []) if v != base]
+    def _view_conflict(self, buffer: str) -> str | None:
+        """Why `buffer` cannot be declared with the view its v1 readers use, or None."""
+        base = self.base_layout(buffer)
+        readers = self.library_views.get(buffer, [])
+        views = [(v, n) for v, n in readers if not same_layout(v, base)]
         if not views:
-            return base
+            return None
         distinct = list(dict.fromkeys(v for v, _ in views))
         view, reader = views[0]
-        if len(distinct) > 1 or buffer in self.library_written:
-            raise CaptureError(
-                f"{buffer} is read by extern kernels through views {[v.to_json() for v in distinct]} other "
-                f"than its layout {base.to_json()} (FORMAT v1 has no aliasing views)",
-                node=reader,
+        as_declared = [n for v, n in readers if same_layout(v, base)]
+        if len(distinct) > 1 or as_declared or buffer in self.library_written:
+            return (
+                f"{buffer} is read by extern kernels through views {[v.to_json() for v in distinct]}"
+                f"{' and as declared' if as_declared else ''}, other than its layout {base.to_json()}"
             )
         if view.dtype != base.dtype or view.storage_size != base.storage_size:
-            raise CaptureError(
+            return (
                 f"extern {reader} reads {buffer} through a view {view.to_json()} that spans other storage "
-                f"than its layout {base.to_json()} (FORMAT v1 has no aliasing views)",
-                node=reader,
+                f"than its layout {base.to_json()}"
             )
-        return view
+        return None
+
+    def declared_layout(self, buffer: str, base: Layout) -> Layout:
+        """The layout to declare: Inductor's, or the one view through which v1 externs read it."""
+        views = [(v, n) for v, n in self.library_views.get(buffer, []) if not same_layout(v, base)]
+        if not views:
+            return base
+        problem = self._view_conflict(buffer)
+        if problem is not None:  # only template readers (no 1.1 form) are left to conflict
+            raise CaptureError(problem, node=views[0][1])
+        return views[0][0]
 
 
 def _template_choices(node: Any, name: str) -> list[dict[str, Any]]:

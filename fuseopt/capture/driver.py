@@ -21,11 +21,11 @@ from fuseopt.capture.body import dtype_of
 from fuseopt.capture.convert import Converter, Draft, Layout, OutputSpec, layout_of, resolve
 from fuseopt.capture.emulate import Emulation, gpu_emulation, has_config
 from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.origins import CallRecord, call_record, input_names, origin_of
 from fuseopt.capture.specs import describe_tensor
 from fuseopt.errors import InputError
-from fuseopt.ir.expr import KEYWORDS
 from fuseopt.ir.graph import Graph
-from fuseopt.ir.models import FORMAT_ID, GRAPH_NAME_PATTERN, NAME_PATTERN
+from fuseopt.ir.models import FORMAT_ID, GRAPH_NAME_PATTERN
 
 if TYPE_CHECKING:
     import torch
@@ -43,6 +43,11 @@ class _Stop(Exception):
 @dataclass
 class _State:
     placeholders: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # Dynamo's source of each placeholder
+    self_name: str | None = None  # the module's `self` in forward, when the program is a module
+    arg_names: list[str] = field(default_factory=list)  # the program's positional parameters
+    module: str | None = None  # the nn.Module class, when the program is one
+    call: CallRecord | None = None
     examples: list[Any] = field(default_factory=list)
     draft: Draft | None = None
     groups: list[list[str]] | None = None
@@ -102,6 +107,7 @@ def capture_program(
     source: Mapping[str, Any] | None = None,
     emulate_gpu: bool = True,
     inductor_config: Mapping[str, Any] | None = None,
+    quiet: bool = True,
 ) -> Capture:
     """Compile `fn` with torch.compile (Inductor) on `example_inputs` and convert its scheduler nodes.
 
@@ -110,13 +116,15 @@ def capture_program(
     `meta["source"]` (default: the function's file, name and input specs). With `emulate_gpu`
     (the default) Inductor plans for a GPU although the tensors are on the CPU. `inductor_config`
     patches `torch._inductor.config` for the compile (e.g. `{"max_fusion_size": 2}`); it is
-    recorded in `meta["capture"]["inductor_config"]`.
+    recorded in `meta["capture"]["inductor_config"]`. `quiet` (the default) silences torch's log
+    while it compiles; a failure's message leads with the innermost cause either way.
     Raises CaptureError when torch.compile fails or the graph uses what FORMAT v1 cannot express.
     """
     import torch
     from torch._inductor import config
 
     state = _State()
+    _signature(fn, state)
     emulation_cm = gpu_emulation() if emulate_gpu else nullcontext(None)
     overrides = dict(inductor_config or {})
     unknown = [k for k in overrides if not has_config(config, k)]
@@ -124,8 +132,14 @@ def capture_program(
         raise CaptureError(f"unknown Inductor config option(s): {', '.join(sorted(unknown))}")
     torch._dynamo.reset()
     try:
-        with emulation_cm as emulation, config.patch(overrides), _hooked(state), torch.no_grad():
-            _run(fn, example_inputs, state)
+        with (
+            emulation_cm as emulation,
+            config.patch(overrides),
+            _library_fallbacks(),
+            _hooked(state),
+            torch.no_grad(),
+        ):
+            _run(fn, example_inputs, state, quiet)
     finally:
         torch._dynamo.reset()
     if state.error is not None:
@@ -141,7 +155,9 @@ def _backend_for(state: _State) -> Callable[..., Any]:
     def backend(gm: Any, example_inputs: Sequence[Any]) -> Any:
         from torch._inductor.compile_fx import compile_fx
 
-        state.placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        state.placeholders = [n.name for n in placeholders]
+        state.sources = [_source_text(n) for n in placeholders]
         state.examples = list(example_inputs)
         devices = [t.device.type for t in state.examples if hasattr(t, "device")]
         state.device = devices[0] if devices else "cpu"
@@ -150,21 +166,133 @@ def _backend_for(state: _State) -> Callable[..., Any]:
     return backend
 
 
-def _run(fn: Callable[..., Any], inputs: Sequence[Any], state: _State) -> None:
+def _source_text(node: Any) -> str:
+    source = getattr(node.meta.get("grapharg"), "source", None)
+    if source is None:
+        return ""
+    name = source.name
+    return str(name() if callable(name) else name)
+
+
+def _signature(fn: Callable[..., Any], state: _State) -> None:
+    """The program's positional parameter names, and `self`'s name when it is an nn.Module (or a
+    bound method of one): Dynamo names graph inputs after them (`L['x']`, `L['self']._modules...`)."""
+    import torch
+
+    target: Any = fn
+    if isinstance(fn, torch.nn.Module):
+        target = type(fn).forward
+        state.module = type(fn).__qualname__
+    elif isinstance(getattr(fn, "__self__", None), torch.nn.Module):
+        target = fn.__func__  # type: ignore[attr-defined]
+        state.module = type(fn.__self__).__qualname__  # type: ignore[attr-defined]
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [p.name for p in params if p.kind in kinds]
+    if state.module is not None and names:
+        state.self_name, names = names[0], names[1:]
+    state.arg_names = names
+
+
+def _run(fn: Callable[..., Any], inputs: Sequence[Any], state: _State, quiet: bool) -> None:
     import torch
 
     try:
-        torch.compile(fn, backend=_backend_for(state), fullgraph=True, dynamic=False)(*inputs)
+        with _torch_log_quiet(quiet):
+            torch.compile(fn, backend=_backend_for(state), fullgraph=True, dynamic=False)(*inputs)
     except Exception as exc:
         if state.error is not None or state.draft is not None:
             return
-        raise CaptureError(f"torch.compile could not capture the program: {_first_line(exc)}") from exc
+        err = CaptureError(f"torch.compile could not capture the program: {real_cause(exc)}")
+        err.details = _chain_text(exc)
+        raise err from exc
 
 
-def _first_line(exc: BaseException) -> str:
-    inner = getattr(exc, "inner_exception", None)
-    text = str(inner if inner is not None else exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
+def real_cause(exc: BaseException) -> str:
+    """The first line of the innermost exception of the chain (torch wraps the real error, e.g. a
+    shape mismatch, in several layers), and the user's line Dynamo names (`from user code:`)."""
+    chain = _chain(exc)
+    inner = next((e for e in reversed(chain) if str(e).strip()), exc)
+    text = str(inner).strip() or type(inner).__name__
+    first = text.splitlines()[0]
+    if type(inner).__name__ not in ("RuntimeError", "Exception") and not first.startswith(
+        type(inner).__name__
+    ):
+        first = f"{type(inner).__name__}: {first}"
+    where = _user_line(chain)
+    return f"{first} ({where})" if where else first
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in out and len(out) < 32:
+        out.append(e)
+        nxt = getattr(e, "inner_exception", None) or e.__cause__ or e.__context__
+        e = nxt if isinstance(nxt, BaseException) else None
+    return out
+
+
+_USER_CODE = re.compile(r'File "([^"]+)", line (\d+), in ([A-Za-z_][A-Za-z0-9_<>]*)\n\s*(\S[^\n]*)')
+
+
+def _user_line(chain: Sequence[BaseException]) -> str:
+    for e in chain:
+        text = str(e)
+        if "from user code:" not in text:
+            continue
+        hits = _USER_CODE.findall(text.split("from user code:", 1)[1])
+        if hits:
+            path, line, func, code = hits[-1]
+            return f"at {os.path.basename(path)}:{line} in {func}: {code.strip()}"
+    return ""
+
+
+def _chain_text(exc: BaseException) -> list[str]:
+    return [f"{type(e).__name__}: {e}" for e in _chain(exc)]
+
+
+@contextmanager
+def _torch_log_quiet(quiet: bool) -> Iterator[None]:
+    """No log records while torch compiles (its fake-tensor tracebacks and warnings would bury the
+    cause): `logging.disable` for the duration, restored afterwards. `quiet=False` leaves torch's
+    log as torch configures it (`fuseopt capture --verbose`)."""
+    import logging
+
+    if not quiet:
+        yield
+        return
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
+@contextmanager
+def _library_fallbacks() -> Iterator[None]:
+    """Inductor lowers `sort` and scans (`cumsum`, `cumprod`, ...) to loops with `ops.sort`/`ops.scan`
+    when the backend has the SORT/SCAN feature (Triton has both); FORMAT's loops have no sort or
+    scan, so for the capture the features are off and Inductor calls the ATen operator instead
+    (its own fallback), which becomes a library call."""
+    from torch._inductor.codegen.common import BackendFeature
+    from torch._inductor.graph import GraphLowering
+
+    original = GraphLowering.has_feature
+    hidden = (BackendFeature.SCAN, BackendFeature.SORT)
+
+    def has_feature(self: Any, device: Any, feature: Any) -> bool:
+        return False if feature in hidden else bool(original(self, device, feature))
+
+    GraphLowering.has_feature = has_feature  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        GraphLowering.has_feature = original  # type: ignore[method-assign]
 
 
 @contextmanager
@@ -205,7 +333,21 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
             f"Inductor has {len(names)} graph inputs for {len(state.examples)} example inputs "
             "(aliased or duplicated inputs are not supported)"
         )
-    renames = _friendly_names(names, state.placeholders)
+    placeholders = state.placeholders + [""] * (len(names) - len(state.placeholders))
+    sources = state.sources + [""] * (len(names) - len(state.sources))
+    origins = [
+        origin_of(src, state.self_name, state.arg_names, ph)
+        for src, ph in zip(sources, placeholders, strict=True)
+    ]
+    renames = input_names(names, origins, state.arg_names)
+    n_args = len(state.arg_names)
+    state.call = call_record(
+        [n for n in names if not isinstance(graph.graph_inputs[n], sympy.Expr)],
+        [o for n, o in zip(names, origins, strict=True) if not isinstance(graph.graph_inputs[n], sympy.Expr)],
+        renames,
+        n_args,
+        state.module,
+    )
     conv = Converter(graph, renames)
     conv.run(nodes)
 
@@ -277,35 +419,6 @@ def _buffer_doc(lay: Layout, role: str) -> dict[str, Any]:
     return d
 
 
-_INDUCTOR_NAME = re.compile(r"^(buf\d+|arg\d+_\d+|primals_\d+|[xr]\d+)$")
-
-
-def _friendly_names(inductor_names: list[str], placeholders: list[str]) -> dict[str, str]:
-    """Inductor graph input -> a readable buffer name from Dynamo's placeholder (`l_x_` -> `x`,
-    `l_self_modules_fc1_parameters_weight_` -> `fc1_weight`), else Inductor's own name."""
-    out: dict[str, str] = {}
-    taken = set(inductor_names)
-    for i, iname in enumerate(inductor_names):
-        cand = _readable(placeholders[i]) if i < len(placeholders) else ""
-        ok = (
-            bool(re.match(NAME_PATTERN, cand))
-            and cand not in KEYWORDS
-            and not _INDUCTOR_NAME.match(cand)
-            and cand not in taken
-        )
-        out[iname] = cand if ok else iname
-        taken.add(out[iname])
-    return out
-
-
-def _readable(placeholder: str) -> str:
-    s = re.sub(r"^[lLgG]_", "", placeholder)
-    s = s.rstrip("_")
-    for noise in ("self_modules_", "self_", "_modules_", "_parameters_", "_buffers_"):
-        s = s.replace(noise, "_" if noise.startswith("_") else "")
-    return re.sub(r"[^A-Za-z0-9_]", "_", s).strip("_")
-
-
 def _graph_name(fn_name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_.-]", "_", fn_name)[:64] or "captured"
     return s if re.match(GRAPH_NAME_PATTERN, s) else f"g_{s}"[:64]
@@ -347,6 +460,8 @@ def _assemble(
     capture_meta["inputs"] = {
         b: ("constant" if b in draft.constants else f"graph input {g}") for b, g in draft.inputs.items()
     }
+    if state.call is not None:
+        capture_meta["call"] = state.call.to_json()
     capture_meta["outputs"] = [o.to_json() for o in draft.outputs]
     if draft.dropped:
         capture_meta["dropped_nodes"] = list(draft.dropped)

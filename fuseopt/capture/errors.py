@@ -17,3 +17,4 @@ class CaptureError(InputError):
         super().__init__([Diagnostic(text, file=file, code=code)])
         self.message = message
         self.node = node
+        self.details: list[str] = []  # torch's log and exception chain, shown with --verbose

@@ -50,6 +50,7 @@ class IndexPrinter:
             "Min": self._minmax,
             "Max": self._minmax,
             "Identity": self._identity,  # a wrapper that blocks sympy simplification
+            "Abs": self._abs,
         }
 
     def __call__(self, e: Any) -> Expr:
@@ -61,7 +62,7 @@ class IndexPrinter:
         if rule is None:
             raise self._error(
                 f"index function {type(e).__name__} is not supported (in {e}); FORMAT v1 index "
-                "expressions have + - * // % min max and loads"
+                "expressions have + - * // % min max (and abs, as max(a, -a)) and loads"
             )
         return rule(e)
 
@@ -137,6 +138,11 @@ class IndexPrinter:
     def _mod(self, e: Any) -> Expr:
         base, mod = e.args
         return Binary("mod", self(base), Const(self._positive(mod, "a modulus")))
+
+    def _abs(self, e: Any) -> Expr:
+        """|a| = max(a, -a) (T5's relative positions: `Abs(x1 - x2)`)."""
+        a = self(e.args[0])
+        return Binary("maximum", a, Unary("neg", a))
 
     def _identity(self, e: Any) -> Expr:
         return self(e.args[0])

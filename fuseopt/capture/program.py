@@ -49,3 +49,24 @@ def load_function(target: str) -> Callable[..., Any]:
     if not callable(obj):
         raise CaptureError(f"{path_text}:{attr} is not callable", file=path_text, code="usage")
     return obj  # type: ignore[no-any-return]
+
+
+def load_module(target: str, seed: int) -> Any:
+    """`FILE.py:FACTORY` for `--module`: FACTORY() after `torch.manual_seed(seed)` (so the weights
+    are the same on every run), which must return an nn.Module; it is put in eval mode."""
+    import torch
+
+    factory = load_function(target)
+    path_text = target.rpartition(":")[0]
+    torch.manual_seed(seed)
+    try:
+        module = factory()
+    except Exception as exc:
+        raise CaptureError(f"{target}() failed: {type(exc).__name__}: {exc}", file=path_text) from exc
+    if not isinstance(module, torch.nn.Module):
+        raise CaptureError(
+            f"{target}() returned a {type(module).__name__}, not an nn.Module (--module)",
+            file=path_text,
+            code="usage",
+        )
+    return module.eval()

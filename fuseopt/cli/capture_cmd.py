@@ -23,6 +23,13 @@ LAYOUT_CHOICES = ("contiguous", "transposed", "channels_last")
 @cli.command("capture")
 @click.argument("target", metavar="FILE.py:FUNCTION")
 @click.option(
+    "--module",
+    "as_module",
+    is_flag=True,
+    help="FUNCTION is a factory: call it with no arguments (after seeding torch with --seed) to get "
+    "the nn.Module to capture, in eval mode. An nn.Module instance as FUNCTION is captured as is.",
+)
+@click.option(
     "--input",
     "inputs",
     multiple=True,
@@ -55,8 +62,13 @@ LAYOUT_CHOICES = ("contiguous", "transposed", "channels_last")
     show_default=True,
     help="Plan as Inductor does for a GPU (unmerged loops, loop reordering); off: as for the CPU.",
 )
+@click.option(
+    "--verbose", is_flag=True, help="Keep torch's own log; on failure, also print the exception chain."
+)
 def capture_cmd(
     target: str,
+    as_module: bool,
+    verbose: bool,
     inputs: tuple[str, ...],
     layouts: tuple[str, ...],
     out_path: str,
@@ -72,7 +84,7 @@ def capture_cmd(
     it runs on the CPU; see docs/capture.md.
     """
     from fuseopt.capture import capture_program
-    from fuseopt.capture.program import load_function
+    from fuseopt.capture.program import load_function, load_module
     from fuseopt.capture.specs import make_inputs, parse_spec
     from fuseopt.ir.serialize import dump_json, dump_yaml
 
@@ -82,7 +94,7 @@ def capture_cmd(
         )
     full_layouts = list(layouts) + ["contiguous"] * (len(inputs) - len(layouts))
     specs = [parse_spec(text, layout) for text, layout in zip(inputs, full_layouts, strict=True)]
-    fn = load_function(target)
+    fn = load_module(target, seed) if as_module else load_function(target)
     file = target.rpartition(":")[0].replace(os.sep, "/")
     source = {
         "file": file,
@@ -91,9 +103,22 @@ def capture_cmd(
         "layouts": [s.layout for s in specs],
         "seed": seed,
     }
+    if as_module:
+        source["module_factory"] = True
+    default_name = name or (type(fn).__name__ if as_module else None)
     try:
-        result = capture_program(fn, *make_inputs(specs, seed), name=name, source=source, emulate_gpu=emulate)
+        result = capture_program(
+            fn,
+            *make_inputs(specs, seed),
+            name=default_name,
+            source=source,
+            emulate_gpu=emulate,
+            quiet=not verbose,
+        )
     except InputError as err:
+        if verbose:
+            for line in getattr(err, "details", []):
+                click.echo(line, err=True)
         raise err.with_location(file=file) from None
     graph = result.graph
     text = dump_json(graph) if out_path.endswith(".json") else dump_yaml(graph)
