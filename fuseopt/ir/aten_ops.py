@@ -11,6 +11,7 @@ meta tensors (fake tensors where an op has no meta kernel). Rules are tables key
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,9 @@ _RANDOM_THROUGH = {
     "_scaled_dot_product_flash_attention_for_cpu": "dropout_p",
     "_scaled_dot_product_efficient_attention": "dropout_p",
 }
+# Non-finite floats, which JSON cannot write as numbers: where the schema takes a float or a Scalar
+# (or a list of floats), these strings are those values; everywhere else a string stays a string.
+NONFINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _ENUM_OF_TYPE = {"ScalarType": "dtype", "Layout": "layout", "MemoryFormat": "memory_format"}
 # Tags that make an op unusable as a pure library call, and why.
 _REFUSED_TAGS = {
@@ -69,7 +73,7 @@ _REFUSED_TAGS = {
 
 class CallProblem(Exception):
     """A bad library call: the message and where, as a pointer suffix under the node ("op",
-    "args/2", "kwargs/alpha", "outputs/1")."""
+    "args/2", "args/0/1", "kwargs/alpha", "outputs/1"; "" for the node itself)."""
 
     def __init__(self, message: str, where: str) -> None:
         super().__init__(message)
@@ -152,7 +156,11 @@ def _not_functional(name: str, overload: str, schema: Any, opo: Any) -> str | No
 
 
 class _Mismatch(Exception):
-    pass
+    """A value that does not fit its parameter's type; `at`: the list indices down to it."""
+
+    def __init__(self, message: str, at: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.message, self.at = message, at
 
 
 def bind(
@@ -224,7 +232,11 @@ def _convert_at(param: Any, value: Any, op: str, where: str) -> CallArg:
     try:
         return _convert(param.real_type, value, getattr(param, "N", None))
     except _Mismatch as exc:
-        raise CallProblem(f"{op}: argument {param.name!r} is {param.real_type}, {exc}", where) from None
+        item = f" (item {'/'.join(str(j) for j in exc.at)})" if exc.at else ""
+        raise CallProblem(
+            f"{op}: argument {param.name!r} is {param.real_type}, {exc.message}{item}",
+            where + "".join(f"/{j}" for j in exc.at),
+        ) from None
 
 
 def _convert(t: Any, v: Any, n: int | None = None) -> CallArg:
@@ -233,7 +245,7 @@ def _convert(t: Any, v: Any, n: int | None = None) -> CallArg:
     if isinstance(t, torch._C.ListType):
         elem = t.getElementType()
         if isinstance(v, tuple):
-            return tuple(_convert(elem, x) for x in v)
+            return tuple(_convert_item(elem, j, x) for j, x in enumerate(v))
         if n is not None and not isinstance(v, View) and str(elem) in ("int", "SymInt", "float", "bool"):
             return _convert(elem, v)  # an int for int[2], as torch takes it
         raise _Mismatch(f"so it takes a list, not {_what(v)}")
@@ -241,6 +253,13 @@ def _convert(t: Any, v: Any, n: int | None = None) -> CallArg:
     if rule is None:
         raise _Mismatch(f"which a library call cannot pass (got {_what(v)})")
     return rule(v)
+
+
+def _convert_item(t: Any, j: int, v: Any) -> CallArg:
+    try:
+        return _convert(t, v)
+    except _Mismatch as exc:
+        raise _Mismatch(exc.message, (j, *exc.at)) from None
 
 
 def _what(v: Any) -> str:
@@ -266,9 +285,21 @@ def _int(v: Any) -> CallArg:
 
 
 def _float(v: Any) -> CallArg:
+    if isinstance(v, str):
+        return _nonfinite(v, "not")
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise _Mismatch(f"not {_what(v)}")
-    return v
+    return math.nan if isinstance(v, float) and math.isnan(v) else v
+
+
+def _nonfinite(v: str, lead: str) -> float:
+    """The float that a string stands for where a float is expected ("inf", "-inf", "nan"); one NaN
+    object for every NaN, so graphs read twice compare equal."""
+    value = NONFINITE.get(v)
+    if value is None:
+        spelt = ", ".join(repr(k) for k in NONFINITE)
+        raise _Mismatch(f"{lead} {_what(v)} (a non-finite float is one of the strings {spelt})")
+    return value
 
 
 def _bool(v: Any) -> CallArg:
@@ -284,9 +315,11 @@ def _str(v: Any) -> CallArg:
 
 
 def _scalar(v: Any) -> CallArg:
+    if isinstance(v, str):
+        return _nonfinite(v, "so it takes a number or a bool, not")
     if not isinstance(v, bool | int | float):
         raise _Mismatch(f"so it takes a number or a bool, not {_what(v)}")
-    return v
+    return math.nan if isinstance(v, float) and math.isnan(v) else v
 
 
 def _enum(kind: str) -> Callable[[Any], CallArg]:
@@ -390,4 +423,8 @@ def _meta_results(operator: Operator, call: AtenCall, dtype_of: Callable[[str], 
         if "DynamicOutputShape" in name or "DataDependent" in name:
             raise CallProblem(f"{operator.qualname}: its results' shapes depend on the data", "op") from None
         first = (str(exc).strip().splitlines() or [name])[0][:400]
-        raise CallProblem(f"{operator.qualname} refuses these arguments: {first}", "args") from None
+        raise CallProblem(
+            f"{first} ({operator.qualname} refuses these arguments, run on meta tensors of the views' "
+            "shapes, strides and dtypes)",
+            "",  # the node: torch's message may blame any argument, positional or keyword
+        ) from None

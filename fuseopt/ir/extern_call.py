@@ -94,7 +94,7 @@ def build_call(
         call = AtenCall(raw.op, bound_args, bound_kwargs, outputs)
         aten_ops.check_results(operator, call, lambda b: bufmap[b].dtype)
     except aten_ops.CallProblem as p:
-        sink.add(p.message, f"{ptr}/{p.where}", code="call")
+        sink.add(p.message, f"{ptr}/{p.where}" if p.where else ptr, code="call")
         return None
     inputs = tuple(dict.fromkeys(v.buffer for v in call.views()))
     first = next(v.buffer for v in outputs if v is not None)

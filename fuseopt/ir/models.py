@@ -22,6 +22,7 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from fuseopt.ir.dtypes import DType
 
@@ -186,15 +187,39 @@ class TensorView(_Frozen):
         return self
 
 
+class _ArgError(ValueError):
+    """A bad argument value, and where inside it (list indices, then a view's field)."""
+
+    def __init__(self, message: str, loc: tuple[int | str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message, self.loc = message, loc
+
+
+def _arg(value: Any) -> Any:
+    """The validator of one argument: an error inside a list or view is located there
+    (`args/0/1/shape`), not at the whole argument."""
+    try:
+        return _arg_value(value)
+    except _ArgError as exc:
+        if not exc.loc:
+            raise ValueError(exc.message) from None
+        detail = InitErrorDetails(
+            type=PydanticCustomError("value_error", "Value error, {message}", {"message": exc.message}),
+            loc=exc.loc,
+            input=value,
+        )
+        raise ValidationError.from_exception_data("Arg", [detail]) from None
+
+
 def _arg_value(value: Any, depth: int = 0) -> Any:
     """A literal or view of a library call, checked (strings are data: only their length counts)."""
     if value is None or isinstance(value, bool | int | float):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
-            raise ValueError(f"integer {value} is out of range (|v| < 2**63)")
+            raise _ArgError(f"integer {value} is out of range (|v| < 2**63)")
         return value
     if isinstance(value, str):
         if len(value) > MAX_ARG_STRING:
-            raise ValueError(
+            raise _ArgError(
                 f"a string argument has at most {MAX_ARG_STRING} characters, this one {len(value)}"
             )
         return value
@@ -203,22 +228,21 @@ def _arg_value(value: Any, depth: int = 0) -> Any:
             return value if isinstance(value, TensorView) else TensorView.model_validate(value)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
-            where = "/".join(str(p) for p in first["loc"])
             msg = str(first["msg"]).removeprefix("Value error, ")
-            raise ValueError(f"not a tensor view: {where + ': ' if where else ''}{msg}") from None
+            raise _ArgError(f"not a tensor view: {msg}", tuple(first["loc"])) from None
     if isinstance(value, list | tuple):
         if depth >= MAX_ARG_DEPTH:
-            raise ValueError(f"arguments nest lists at most {MAX_ARG_DEPTH} deep")
+            raise _ArgError(f"arguments nest lists at most {MAX_ARG_DEPTH} deep")
         if len(value) > MAX_ARG_LIST:
-            raise ValueError(f"a list argument has at most {MAX_ARG_LIST} items, this one {len(value)}")
+            raise _ArgError(f"a list argument has at most {MAX_ARG_LIST} items, this one {len(value)}")
         out = []
         for j, v in enumerate(value):
             try:
                 out.append(_arg_value(v, depth + 1))
-            except ValueError as exc:
-                raise ValueError(f"item {j}: {exc}") from None
+            except _ArgError as exc:
+                raise _ArgError(exc.message, (j, *exc.loc)) from None
         return tuple(out)
-    raise ValueError(
+    raise _ArgError(
         f"an argument is null, a bool, an int, a float, a string, a tensor view or a list of these, not {type(value).__name__}"
     )
 
@@ -250,9 +274,13 @@ _ARG_SCHEMA: dict[str, Any] = {
             },
         },
     ],
-    "description": "A literal (null, bool, int, float, string), a tensor view, or a list of these (lists nest two deep).",
+    "description": (
+        "A literal (null, bool, int, float, string), a tensor view, or a list of these (lists nest two "
+        "deep). Where the operator takes a float or a Scalar, the strings 'inf', '-inf' and 'nan' are "
+        "those floats (JSON has no literal for them)."
+    ),
 }
-Arg = Annotated[Any, PlainValidator(_arg_value), WithJsonSchema(_ARG_SCHEMA)]
+Arg = Annotated[Any, PlainValidator(_arg), WithJsonSchema(_ARG_SCHEMA)]
 Output = Name | TensorView | None
 
 

@@ -1,13 +1,16 @@
 """IR graph -> docs/format.md document (dict, JSON or YAML text), and the graph's content hash.
 
 `load_text(dump_json(g)) == g` for every valid graph; passes that rewrite graphs (reduce, loop
-order) use this to write files people can re-run.
+order) use this to write files people can re-run. A non-finite float argument of a library call
+is written as the string "inf", "-inf" or "nan" (JSON has no literal for them), which the binder
+reads back as that float where the operator's schema takes a float or a Scalar.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 import yaml
@@ -49,7 +52,17 @@ def _call_value(a: Any, buffers: dict[str, BufferInfo] | None) -> Any:
         return a.name
     if isinstance(a, tuple):
         return [_call_value(x, buffers) for x in a]
+    if isinstance(a, float) and not math.isfinite(a):
+        return nonfinite_text(a)
     return a
+
+
+def nonfinite_text(x: float) -> str:
+    """How the format writes a non-finite float argument ("inf", "-inf", "nan"): JSON has no literal
+    for them, and one spelling for JSON and YAML keeps the content hash format-independent."""
+    if math.isnan(x):
+        return "nan"
+    return "inf" if x > 0 else "-inf"
 
 
 def node_to_dict(n: Node, buffers: dict[str, BufferInfo] | None = None) -> dict[str, Any]:
