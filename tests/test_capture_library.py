@@ -445,3 +445,18 @@ def test_shape_error_leads_with_its_cause_and_no_log(capfd: pytest.CaptureFixtur
     out, errs = capfd.readouterr()
     assert "Traceback" not in errs and "fake_tensor" not in errs
     assert err.value.details  # the chain, for --verbose
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_nonfinite_arguments_are_written_as_the_formats_strings(value: float) -> None:
+    """JSON has no literal for inf or nan: capture writes the format's strings, which the loader reads
+    back as floats where the schema takes one (a plain float would be dumped as `Infinity`)."""
+    import sympy
+
+    from fuseopt.capture.externs import literal
+
+    text = "nan" if value != value else ("inf" if value > 0 else "-inf")
+    assert literal(value, None, "n0", "/args/1") == text  # type: ignore[arg-type]
+    symbolic = sympy.nan if value != value else (sympy.oo if value > 0 else -sympy.oo)
+    assert literal(symbolic, None, "n0", "/args/1") == text  # type: ignore[arg-type]
+    assert literal([1.5, value], None, "n0", "/args/1") == [1.5, text]  # type: ignore[arg-type]

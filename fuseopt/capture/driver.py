@@ -500,7 +500,7 @@ def _validated(doc: Mapping[str, Any], name: str) -> Graph:
     from fuseopt.io.load import load_text
 
     try:
-        return load_text(json.dumps(doc, indent=1), f"<capture of {name}>")
+        return load_text(json.dumps(doc, indent=1, allow_nan=False), f"<capture of {name}>")
     except InputError as err:
         raise CaptureError(
             "the captured graph does not validate (a bug of fuseopt capture; please report it with the "

@@ -16,11 +16,13 @@ an argument of a type FORMAT has no literal for.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fuseopt.capture.errors import CaptureError
+from fuseopt.ir.serialize import nonfinite_text
 
 # Inductor's own extern kernels (python_kernel_name) that may lack an op_overload: the ATen op.
 KERNEL_OPS: dict[str, str] = {
@@ -165,6 +167,8 @@ def literal(value: Any, tensor: Callable[[Any], TensorRef], name: str, where: st
     import torch
     import torch._inductor.ir as ir
 
+    if isinstance(value, float) and not math.isfinite(value):
+        return nonfinite_text(value)  # JSON has no literal for it: "inf", "-inf" or "nan"
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, ir.IRNode):
@@ -174,8 +178,8 @@ def literal(value: Any, tensor: Callable[[Any], TensorRef], name: str, where: st
     if isinstance(value, sympy.Basic):
         if value.is_Integer:
             return int(value)
-        if value.is_Float or value.is_Rational:
-            return float(value)
+        if value.is_Float or value.is_Rational or value in (sympy.oo, -sympy.oo, sympy.nan):
+            return literal(float(value), tensor, name, where)
         raise CaptureError(f"argument {where} is the symbolic value {value} (dynamic shapes)", node=name)
     if isinstance(value, torch.dtype):
         return str(value).removeprefix("torch.")
