@@ -1,8 +1,8 @@
 """From a Plan to launches: which node runs where in which kernel, and which buffers exist.
 
 Contract with the planner (checked here, a `CodegenError` otherwise): every graph node is in
-exactly one kernel; a kernel lists its nodes in program order and kernels come in an order that
-respects data dependencies; a pointwise kernel's nodes have one numel; a reduction kernel's
+exactly one kernel; a kernel lists its nodes in a topological order (the plan's, which code follows)
+and kernels come in an order that respects data dependencies; a pointwise kernel's nodes have one numel; a reduction kernel's
 reductions share (numel, rnumel) and its pointwise nodes have numel*rnumel points (run inside the
 reduction loop) or numel points (epilogue); extern kernels hold one library node; a template
 kernel is a library node followed by pointwise epilogue nodes (emitted as the torch call plus a
@@ -171,18 +171,19 @@ def build_schedule(graph: Graph, plan: Plan) -> Schedule:
     missing = [n.name for n in graph.nodes if n.name not in kernel_of]
     if missing:
         raise CodegenError(f"nodes not in any plan kernel: {', '.join(missing)}")
-    order = {n.name: i for i, n in enumerate(graph.nodes)}
     writer = graph.writer()
 
     launches: list[Launch] = []
     for ki, k in enumerate(plan.kernels):
-        pos = [order[n] for n in k.nodes]
-        if pos != sorted(pos):
-            raise CodegenError(f"plan kernel {k.name!r} does not list its nodes in program order")
+        listed = {n: i for i, n in enumerate(k.nodes)}
         for n in k.nodes:
             node = graph.node(n)
             for b in node.read_buffers():
                 src = writer.get(b)
+                if src is not None and src in listed and listed[src] > listed[n]:
+                    raise CodegenError(
+                        f"plan kernel {k.name!r} lists {n!r}, which reads {b!r}, before {src!r}, which writes it"
+                    )
                 if src is not None and kernel_of[src] > ki:
                     raise CodegenError(
                         f"plan kernel {k.name!r} runs {n!r}, which reads {b!r}, before kernel "
