@@ -336,3 +336,124 @@ def test_bench_source_is_checked_before_anything_runs(tmp_path: Path) -> None:
         res = CliRunner().invoke(cli, ["bench", *args, "--interpret"])
         assert res.exit_code == 2 and why in res.output, (args, res.output)
         assert "Traceback" not in res.output and not marker.exists()
+
+
+CAPTURED_SAMPLES = ("mlp_block", "attention_block", "inception_block", "rmsnorm_rope")
+
+
+def _bench_captured(name: str) -> tuple[int, dict, str]:  # type: ignore[type-arg]
+    graph = os.path.join(ROOT, "samples", "captured", f"{name}.json")
+    target = os.path.join(ROOT, "samples", "captured", f"programs.py:{name}")
+    res = CliRunner().invoke(cli, ["bench", graph, "--interpret", "--source", target, "--format", "json"])
+    report = json.loads(res.stdout) if res.exit_code in (0, 1) else {}
+    return res.exit_code, report, res.output
+
+
+@interpreter_only
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=() if n == "mlp_block" else pytest.mark.slow) for n in CAPTURED_SAMPLES]
+)
+def test_bench_source_runs_a_captured_model_on_its_own_weights(name: str) -> None:
+    """A captured graph's inputs are the program's argument and its lifted parameters: the program
+    is called with its argument only (it used to get every input: `mlp_block() takes 1 positional
+    argument but 7 were given`), on its own weights, which fuseopt's module gets too."""
+    code, report, output = _bench_captured(name)
+    assert code == 0, output
+    (r,) = report["results"]
+    assert report["format"] == "fuseopt-bench/1"
+    assert r["baseline"] == "source" and r["ok"], [v["error"] for v in r["variants"]]
+    assert [v["name"] for v in r["variants"]] == ["fuseopt", "unfused", "eager"]
+    graph = load_text(Path(ROOT, "samples", "captured", f"{name}.json").read_text(encoding="utf-8"), name)
+    inputs = [b.name for b in graph.inputs]
+    assert r["weights"] and set(r["weights"]) < set(inputs)  # every input but the argument
+    assert len(inputs) - len(r["weights"]) == len(graph.meta["source"]["inputs"])
+
+
+@interpreter_only
+def test_bound_program_gives_every_variant_the_modules_weights() -> None:
+    """bind_program: the weight buffers hold the module's parameters (not random values), the
+    argument buffer the recorded input; eager's result equals the reference on those inputs,
+    and a wrong weight is caught."""
+    import importlib.util
+
+    from fuseopt.bench.model import bind_program
+    from fuseopt.io.load import load_graph
+
+    spec = importlib.util.spec_from_file_location(
+        "_bench_programs", os.path.join(ROOT, "samples", "captured", "programs.py")
+    )
+    assert spec is not None and spec.loader is not None
+    programs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(programs)
+    graph = load_graph(os.path.join(ROOT, "samples", "captured", "mlp_block.json"))
+    bound = bind_program(graph, programs.mlp_block)
+    assert bound.arguments == ("x",)
+    storages = bound.input_storages()
+    params = dict(programs.MLP.named_parameters())
+    for buffer, path in (("mlp_fc1_weight", "fc1.weight"), ("mlp_norm_bias", "norm.bias")):
+        assert bound.tensors[buffer] is params[path]
+        assert torch.equal(storages[buffer], params[path].detach().reshape(-1))
+    res = bench_graph(graph, bound, interpret=True, inputs=storages)
+    assert res["ok"], [v["error"] for v in res["variants"]]
+    storages["mlp_fc2_bias"] = storages["mlp_fc2_bias"] + 1.0  # not the module's weights any more
+    res = bench_graph(graph, bound, interpret=True, inputs=storages)
+    eager = next(v for v in res["variants"] if v["name"] == "eager")
+    assert not eager["ok"] and "output 0" in eager["error"]
+
+
+@interpreter_only
+def test_bench_source_of_another_program_is_refused() -> None:
+    """The graph of one program with --source naming another: a located refusal, exit 2."""
+    graph = os.path.join(ROOT, "samples", "captured", "rmsnorm_rope.json")
+    target = os.path.join(ROOT, "samples", "captured", "programs.py:mlp_block")
+    res = CliRunner().invoke(cli, ["bench", graph, "--interpret", "--source", target])
+    assert res.exit_code == 2, res.output
+    assert "is not the capture of this program" in res.output and "Traceback" not in res.output
+
+
+def test_gpu_library_calls_run_without_tf32_and_the_setting_is_restored() -> None:
+    """cuDNN's default TF32 convolutions made every variant of a ResNet-50 differ from the reference
+    on the H200; bench turns TF32 off for all variants alike, and restores the user's setting."""
+    from fuseopt.bench.harness import full_precision_library_calls
+
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        with pytest.raises(RuntimeError), full_precision_library_calls(torch.device("cuda")):
+            assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+            raise RuntimeError("a failing variant")
+        assert torch.backends.cudnn.allow_tf32  # restored, also after an error
+        with full_precision_library_calls(torch.device("cpu")):
+            assert torch.backends.cudnn.allow_tf32  # the CPU: nothing to change
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+def test_recorded_module_paths_are_followed_only_through_modules() -> None:
+    """meta.capture.call's paths are graph-file text: a path with `__` or one that leaves the
+    modules' parameter and buffer dicts binds nothing (bench then captures the program again)."""
+    import importlib.util
+
+    from fuseopt.bench.model import bind_recorded
+
+    spec = importlib.util.spec_from_file_location(
+        "_bench_programs_paths", os.path.join(ROOT, "samples", "captured", "programs.py")
+    )
+    assert spec is not None and spec.loader is not None
+    programs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(programs)
+    text = Path(ROOT, "samples", "captured", "mlp_block.json").read_text(encoding="utf-8")
+    x = torch.randn(2, 16, 64)
+    good = bind_recorded(load_text(text, "mlp_block.json"), programs.mlp_block, [x])
+    assert good is not None and good.tensors["mlp_fc1_weight"] is programs.MLP.fc1.weight
+    for path in (
+        "MLP.fc1.__dict__",
+        "__builtins__.open",
+        "MLP.fc1.training",
+        "MLP.forward.weight",
+        "os.path",
+    ):
+        doc = json.loads(text)
+        doc["meta"]["capture"]["call"]["parameters"]["mlp_fc1_weight"] = path
+        graph = load_text(json.dumps(doc), "mlp_block.json")
+        assert bind_recorded(graph, programs.mlp_block, [x]) is None, path

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 
+from fuseopt.bench.kernels import slowest_kernels
 from fuseopt.errors import CheckFailed
+from fuseopt.interp.limits import DEFAULT_LIMITS, Limits
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import initial_stage, optimize
@@ -124,8 +127,21 @@ def bench_graph(
     seed: int = 0,
     copy_gbps: float | None = None,
     with_compile: bool = True,
+    inputs: Mapping[str, torch.Tensor] | None = None,
+    kernels_top: int = 0,
+    limits: Limits | None = DEFAULT_LIMITS,
+    with_unfused: bool = True,
 ) -> dict[str, Any]:
-    """Check, then time, every variant of one graph. With `interpret`, correctness only (CPU)."""
+    """Check, then time, every variant of one graph. With `interpret`, correctness only (CPU).
+
+    `inputs` (flat storages of every input buffer) replaces the random inputs: a captured model's
+    weights (`BoundProgram.input_storages()`), so that every variant runs the same model. A
+    program with a `check(results, expected_storages)` method checks its own results (a bound
+    program returns its tensor results in order, not a dict by buffer). With `kernels_top` on a
+    GPU, the slowest kernels of fuseopt's module and torch.compile's, by device time per run, are
+    in `slowest_kernels`. `limits` bound the reference run (`fuseopt run`'s defaults; a whole
+    model at its real size may need more). `with_unfused=False` leaves out the unfused plan (a whole
+    model's hundreds of kernels compile twice otherwise)."""
     from fuseopt.codegen import CodegenOptions, emit_module
     from fuseopt.interp import make_inputs, run_graph
     from fuseopt.runtime.module import load_module, run_module
@@ -133,111 +149,147 @@ def bench_graph(
     if interpret:
         _use_interpreter()
     dev = torch.device("cpu" if interpret else device)
-    do_bench = None if interpret else _do_bench(warmup, rep)
-    # generated for the GPU it is timed on (split reductions size their grids by its multiprocessors)
-    codegen = (
-        CodegenOptions(multiprocessors=torch.cuda.get_device_properties(dev).multi_processor_count)
-        if dev.type == "cuda"
-        else CodegenOptions()
-    )
-    stage = optimize(graph, options or Options())
-    unfused = initial_stage(graph)
-    inputs = make_inputs(graph, seed=seed)
-    expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()})
-    dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
-    nbytes = io_bytes(graph)
-    same_size = None if do_bench is None else copy_bandwidth_gbps(dev, do_bench, nbytes // 2)
-    results: list[VariantResult] = []
+    with full_precision_library_calls(dev):
+        do_bench = None if interpret else _do_bench(warmup, rep)
+        # generated for the GPU it is timed on (split reductions size their grids by its multiprocessors)
+        codegen = (
+            CodegenOptions(multiprocessors=torch.cuda.get_device_properties(dev).multi_processor_count)
+            if dev.type == "cuda"
+            else CodegenOptions()
+        )
+        stage = optimize(graph, options or Options())
+        unfused = initial_stage(graph)
+        if inputs is None:
+            inputs = make_inputs(graph, seed=seed)
+        expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()}, limits=limits)
+        dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
+        nbytes = io_bytes(graph)
+        same_size = None if do_bench is None else copy_bandwidth_gbps(dev, do_bench, nbytes // 2)
+        results: list[VariantResult] = []
+        slowest: dict[str, list[dict[str, Any]]] = {}
 
-    def timed(name: str, fn: Callable[[], object], check: Callable[[], None], kernels: int | None) -> None:
-        res = VariantResult(name, ok=False, kernels=kernels)
-        try:
-            check()
-            res.ok = True
-            if do_bench is not None:
-                if dev.type == "cuda":
-                    # Peak of one call (outputs, workspaces, temporaries), measured on its own:
-                    # do_bench's 256 MiB L2-flush buffer must not count.
-                    torch.cuda.synchronize(dev)
-                    torch.cuda.reset_peak_memory_stats(dev)
-                    base = torch.cuda.memory_allocated(dev)
-                    fn()
-                    torch.cuda.synchronize(dev)
-                    res.peak_mib = round((torch.cuda.max_memory_allocated(dev) - base) / 2**20, 1)
-                res.ms = do_bench(fn)
-                res.gbps = nbytes / (res.ms * 1e-3) / 1e9
-                if copy_gbps:
-                    res.pct_copy = 100.0 * res.gbps / copy_gbps
-                if same_size:
-                    res.pct_copy_same_size = 100.0 * res.gbps / same_size
-        except Exception as exc:  # a failing variant is reported, not fatal for the others
-            res.ok = False
-            res.error = f"{type(exc).__name__}: {exc}"[:2000]
-        results.append(res)
+        def timed(
+            name: str, fn: Callable[[], object], check: Callable[[], None], kernels: int | None
+        ) -> None:
+            res = VariantResult(name, ok=False, kernels=kernels)
+            try:
+                check()
+                res.ok = True
+                if do_bench is not None:
+                    if dev.type == "cuda":
+                        # Peak of one call (outputs, workspaces, temporaries), measured on its own:
+                        # do_bench's 256 MiB L2-flush buffer must not count.
+                        torch.cuda.synchronize(dev)
+                        torch.cuda.reset_peak_memory_stats(dev)
+                        base = torch.cuda.memory_allocated(dev)
+                        fn()
+                        torch.cuda.synchronize(dev)
+                        res.peak_mib = round((torch.cuda.max_memory_allocated(dev) - base) / 2**20, 1)
+                    res.ms = do_bench(fn)
+                    res.gbps = nbytes / (res.ms * 1e-3) / 1e9
+                    if copy_gbps:
+                        res.pct_copy = 100.0 * res.gbps / copy_gbps
+                    if same_size:
+                        res.pct_copy_same_size = 100.0 * res.gbps / same_size
+                    if kernels_top and name in ("fuseopt", "torch.compile"):
+                        slowest[name] = slowest_kernels(fn, dev, kernels_top)
+            except Exception as exc:  # a failing variant is reported, not fatal for the others
+                res.ok = False
+                res.error = f"{type(exc).__name__}: {exc}"[:2000]
+            results.append(res)
 
-    for name, st in (("fuseopt", stage), ("unfused", unfused)):
-        try:
-            module = load_module(emit_module(st.graph, st.plan, options=codegen))
-        except Exception as exc:
-            results.append(
-                VariantResult(
-                    name, ok=False, kernels=len(st.plan.kernels), error=f"{type(exc).__name__}: {exc}"
-                )
-            )
-            continue
-
-        def check(m: Any = module) -> None:
-            got = run_module(m, {k: v.clone() for k, v in dev_inputs.items()}, poison=True)
-            _check_storages(graph, got, expected)
-
-        def call(m: Any = module) -> object:
-            return m.call(dev_inputs)
-
-        timed(name, call, check, len(st.plan.kernels))
-
-    if program is not None:
-        views = _views(graph, dev_inputs)
-
-        def check_eager() -> None:
-            _check_logical(graph, program(views), expected)
-
-        timed("eager", lambda: program(views), check_eager, None)
-        if with_compile and not interpret:
-            made: list[Any] = []
-
-            def compiled() -> Any:
-                # Built inside the check, so that a program torch.compile (or the rendering's
-                # trace) cannot handle is reported as a failed variant, not an abort.
-                if not made:
-                    made.append(
-                        program.compiled(views) if hasattr(program, "compiled") else torch.compile(program)
+        for name, st in (("fuseopt", stage), ("unfused", unfused))[: 2 if with_unfused else 1]:
+            try:
+                module = load_module(emit_module(st.graph, st.plan, options=codegen))
+            except Exception as exc:
+                results.append(
+                    VariantResult(
+                        name, ok=False, kernels=len(st.plan.kernels), error=f"{type(exc).__name__}: {exc}"
                     )
-                return made[0]
+                )
+                continue
 
-            def check_compiled() -> None:
-                _check_logical(graph, compiled()(views), expected)
+            def check(m: Any = module) -> None:
+                got = run_module(m, {k: v.clone() for k, v in dev_inputs.items()}, poison=True)
+                _check_storages(graph, got, expected)
 
-            timed("torch.compile", lambda: compiled()(views), check_compiled, None)
+            def call(m: Any = module) -> object:
+                return m.call(dev_inputs)
 
-    by = {r.name: r for r in results}
-    speedups: dict[str, float] = {}
-    f = by.get("fuseopt")
-    if f is not None and f.ms:
-        for other in ("unfused", "eager", "torch.compile"):
-            o = by.get(other)
-            if o is not None and o.ms:
-                speedups[f"vs_{other.replace('.', '_')}"] = o.ms / f.ms
-    return {
-        "graph": graph.name,
-        "io_bytes": nbytes,
-        "copy_same_size_gbps": same_size,
-        "kernels": {"fuseopt": len(stage.plan.kernels), "unfused": len(unfused.plan.kernels)},
-        "plan_bytes": stage.plan.metrics["bytes"],
-        "multiprocessors": codegen.multiprocessors,
-        "variants": [r.to_json() for r in results],
-        "speedups": speedups,
-        "ok": all(r.ok for r in results),
-    }
+            timed(name, call, check, len(st.plan.kernels))
+
+        if program is not None:
+            views = _views(graph, dev_inputs)
+            own_check = getattr(program, "check", None)
+
+            def check_results(got: Any) -> None:
+                if own_check is not None:
+                    own_check(got, expected)
+                else:
+                    _check_logical(graph, got, expected)
+
+            def check_eager() -> None:
+                check_results(program(views))
+
+            timed("eager", lambda: program(views), check_eager, None)
+            if with_compile and not interpret:
+                made: list[Any] = []
+
+                def compiled() -> Any:
+                    # Built inside the check, so that a program torch.compile (or the rendering's
+                    # trace) cannot handle is reported as a failed variant, not an abort.
+                    if not made:
+                        made.append(
+                            program.compiled(views)
+                            if hasattr(program, "compiled")
+                            else torch.compile(program)
+                        )
+                    return made[0]
+
+                def check_compiled() -> None:
+                    check_results(compiled()(views))
+
+                timed("torch.compile", lambda: compiled()(views), check_compiled, None)
+
+        by = {r.name: r for r in results}
+        speedups: dict[str, float] = {}
+        f = by.get("fuseopt")
+        if f is not None and f.ms:
+            for other in ("unfused", "eager", "torch.compile"):
+                o = by.get(other)
+                if o is not None and o.ms:
+                    speedups[f"vs_{other.replace('.', '_')}"] = o.ms / f.ms
+        return {
+            "graph": graph.name,
+            "io_bytes": nbytes,
+            "copy_same_size_gbps": same_size,
+            "kernels": {"fuseopt": len(stage.plan.kernels), "unfused": len(unfused.plan.kernels)},
+            "plan_bytes": stage.plan.metrics["bytes"],
+            "multiprocessors": codegen.multiprocessors,
+            "library_precision": "float32 (TF32 off)" if dev.type == "cuda" else "float32",
+            "variants": [r.to_json() for r in results],
+            "speedups": speedups,
+            "slowest_kernels": slowest,
+            "ok": all(r.ok for r in results),
+        }
+
+
+@contextmanager
+def full_precision_library_calls(device: torch.device) -> Iterator[None]:
+    """On a GPU, matmuls and convolutions in full float32 (TF32 off) for the duration, as the
+    reference computes them on the CPU: with cuDNN's default TF32 convolutions, a ResNet-50's logits
+    differ from the reference by 4e-2 in every variant alike (seen on the H200). Every variant
+    runs under the same setting, so the library calls stay shared."""
+    if device.type != "cuda":
+        yield
+        return
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
 def _use_interpreter() -> None:

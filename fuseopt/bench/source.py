@@ -2,8 +2,9 @@
 
 A graph file never makes fuseopt import or run code: `meta.source` (where `fuseopt capture` found
 the program) is descriptive data only. The source program is rebuilt only from the command line
-(`fuseopt bench --source FILE.py:FUNCTION`, `program_from_source`); otherwise the baseline is the
-graph's own rendering as torch ops (`RenderedProgram`).
+(`fuseopt bench --source FILE.py:FUNCTION`, `program_from_source`: called with its own arguments,
+on its own weights, which the graph's weight buffers then hold too, `fuseopt.bench.model`);
+otherwise the baseline is the graph's own rendering as torch ops (`RenderedProgram`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 
+from fuseopt.bench.model import bind_program, is_captured
 from fuseopt.capture.program import load_function, split_target
 from fuseopt.ir.graph import Graph
 
@@ -27,10 +29,16 @@ def describe_source(target: str) -> str:
 
 
 def program_from_source(target: str, graph: Graph) -> Callable[[Mapping[str, torch.Tensor]], Any]:
-    """Import FILE.py of `FILE.py:FUNCTION` (this runs that file's code) and return the program
-    that calls FUNCTION with the graph's input views in buffer order; its tensor results are the
-    outputs in buffer order."""
+    """Import FILE.py of `FILE.py:FUNCTION` (this runs that file's code) and return FUNCTION as the
+    graph's program. FUNCTION may be any callable (a function, an `nn.Module` instance).
+
+    A captured graph (`meta.source` lists the program's input specs) is bound to it
+    (`fuseopt.bench.model.bind_program`): called with its own arguments, on its own weights, which
+    the graph's weight buffers then hold too. Any other graph's inputs are the program's arguments,
+    in buffer order, and its tensor results are the outputs in buffer order."""
     fn = load_function(target)
+    if is_captured(graph):
+        return bind_program(graph, fn)
     names = [b.name for b in graph.inputs]
     outputs = [b.name for b in graph.outputs]
 

@@ -12,7 +12,7 @@ from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.cli.output import write_outputs
-from fuseopt.errors import EXIT_CHECK_FAILED, NoGPUError
+from fuseopt.errors import EXIT_CHECK_FAILED, InputError, NoGPUError
 
 
 @cli.command("bench")
@@ -31,8 +31,19 @@ from fuseopt.errors import EXIT_CHECK_FAILED, NoGPUError
     "--source",
     "source",
     metavar="FILE.py:FUNCTION",
-    help="Time eager and torch.compile on this program (imports and runs FILE.py; one GRAPH only), "
-    "called with the graph's input views in buffer order. Default: a torch rendering of the graph.",
+    help="Time eager and torch.compile on this program (imports and runs FILE.py; one captured GRAPH "
+    "only): called with the arguments meta.source records, on its own weights, which fuseopt's module "
+    "gets too (found by the module paths meta.capture.call records, else by capturing the program "
+    "again). Default: a torch rendering of the graph.",
+)
+@click.option(
+    "--kernels",
+    "kernels_top",
+    type=click.IntRange(0, 1000),
+    default=10,
+    show_default=True,
+    help="On a GPU, list this many slowest kernels of fuseopt's module and of torch.compile's "
+    "(device time per run, torch.profiler); 0: none.",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @planning_options
@@ -43,6 +54,7 @@ def bench_cmd(
     warmup: int,
     rep: int,
     json_file: str | None,
+    kernels_top: int,
     fmt: str,
     scoring: str,
     max_fusion_size: int,
@@ -52,6 +64,13 @@ def bench_cmd(
     with the unfused plan, torch eager and torch.compile: of the program given with --source, else
     of a torch rendering of the graph (`baseline` in the JSON). A graph file never makes fuseopt
     import anything: its meta.source is only reported.
+
+    A captured graph with --source is a whole model: the program is called with its own arguments
+    on its own weights, which fuseopt's module gets as its weight buffers (`weights` in the JSON),
+    and the library calls (convolutions, matmuls, attention) are the same ATen calls in every
+    variant, so the difference is the generated kernels. On a GPU, TF32 is off for all variants
+    (as the reference computes), each variant's peak memory is reported, and the slowest kernels
+    of fuseopt's module and torch.compile's (--kernels).
 
     Exit 0 when every variant matched the reference, 1 when one did not, 3 without a GPU (use
     --interpret to check on the CPU).
@@ -69,6 +88,7 @@ def bench_cmd(
     from rich.progress import Progress
 
     from fuseopt.bench.harness import _do_bench, bench_graph, copy_bandwidth_gbps
+    from fuseopt.bench.model import BoundProgram
     from fuseopt.bench.source import describe_source, program_from_source, recorded_source, rendered_program
     from fuseopt.io.load import load_graph
 
@@ -81,7 +101,10 @@ def bench_cmd(
             f"[bold]importing[/] {shown(what)} (runs that file's code) for the eager and torch.compile "
             f"baselines of {shown(graphs[0])}"
         )
-        programs[graphs[0]] = (program_from_source(source, loaded[0][1]), what)
+        try:
+            programs[graphs[0]] = (program_from_source(source, loaded[0][1]), what)
+        except InputError as err:  # the graph is not this program's: say which file
+            raise err.with_location(file=graphs[0]) from None
     for path, g in loaded:
         recorded = recorded_source(g)
         if path not in programs and recorded is not None:
@@ -99,12 +122,26 @@ def bench_cmd(
                 program, target = programs[path]
             else:
                 program, target = rendered_program(g), None
+            inputs = None
+            if isinstance(program, BoundProgram):
+                inputs = program.input_storages()  # the model's own weights for every variant
+                program.to(torch.device("cpu" if interpret else "cuda"))
             res = bench_graph(
-                g, program, options=opts, interpret=interpret, warmup=warmup, rep=rep, copy_gbps=copy
+                g,
+                program,
+                options=opts,
+                interpret=interpret,
+                warmup=warmup,
+                rep=rep,
+                copy_gbps=copy,
+                inputs=inputs,
+                kernels_top=kernels_top,
             )
             res["baseline"] = "rendered" if target is None else "source"
             if target is not None:
                 res["source"] = target
+                if isinstance(program, BoundProgram):
+                    res["weights"] = list(program.weights)
             results.append(res)
             progress.advance(task)
     report = {
@@ -150,6 +187,13 @@ def _print(report: dict) -> None:  # type: ignore[type-arg]
                 shown(v["error"][:200]),
             )
         stdout.print(t)
+        for variant, rows in sorted(r.get("slowest_kernels", {}).items()):
+            if rows:
+                stdout.print(f"  slowest kernels of {shown(variant)} (us per run):")
+                for row in rows:
+                    stdout.print(
+                        f"    {row['us_per_run']:10.1f}  x{row['calls_per_run']:g}  {shown(row['kernel'])}"
+                    )
         if r["speedups"]:
             stdout.print(
                 "  fuseopt speed-up: "
