@@ -1,4 +1,4 @@
-"""INDUCTOR.md's six workloads as PyTorch programs, captured into graphs with `fuseopt.capture`.
+"""docs/inductor.md's six workloads as PyTorch programs, captured into graphs with `fuseopt.capture`.
 
     captured(name, small=False) -> (graph, program)
 
@@ -58,7 +58,7 @@ def _t(rows: int, cols: int) -> torch.Tensor:
 
 
 def example_inputs(name: str, small: bool = False) -> tuple[torch.Tensor, ...]:
-    """Inputs of the sizes in benchmarks/workloads.py (FULL: INDUCTOR.md's; SMALL: tiny), so the
+    """Inputs of the sizes in benchmarks/workloads.py (FULL: docs/inductor.md's; SMALL: tiny), so the
     captured graphs and the hand-written ones have the same shapes. Values do not matter to a
     capture."""
     from benchmarks.workloads import FULL, SMALL

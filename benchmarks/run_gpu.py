@@ -1,4 +1,4 @@
-"""Run INDUCTOR.md's workloads through `fuseopt bench`'s harness in one process, on one GPU.
+"""Run docs/inductor.md's workloads through `fuseopt bench`'s harness in one process, on one GPU.
 
     python benchmarks/run_gpu.py [--small] [--only apbt,tsum] [--out DIR] [--check-samples]
                                  [--graphs captured|handwritten]
@@ -9,7 +9,7 @@ the reference interpreter before it is timed, plus the device's copy and read ba
 in the same run (a 1 GiB copy, and a copy of each workload's own byte count). Writes <DIR>/<date>-<device>.json, the device named without its vendor
 (<date>-h200.json on an NVIDIA H200; <date>-h200-handwritten.json for --graphs handwritten), with
 device, torch and triton versions (default DIR: benchmarks/results). --check-samples also compiles
-and checks every sample and CASES.md graph (no timing). --small uses tiny sizes (CPU smoke test with
+and checks every sample and docs/cases.md graph (no timing). --small uses tiny sizes (CPU smoke test with
 TRITON_INTERPRET=1: correctness only).
 """
 

@@ -1,4 +1,4 @@
-"""INDUCTOR.md's benchmark workloads as fuseopt graphs, at any size, with their torch programs.
+"""docs/inductor.md's benchmark workloads as fuseopt graphs, at any size, with their torch programs.
 
 Each workload is a graph in the form Inductor's scheduler sees before fusion (loop orders picked
 from the inputs' layouts, reductions decomposed as Inductor lowers them) and the torch program
@@ -267,7 +267,7 @@ WORKLOADS: dict[str, Callable[..., tuple[Doc, Program]]] = {
     "three_layouts_mean": three_layouts_mean,
 }
 
-# INDUCTOR.md's sizes (apbt also at 4096x8192 per the bench issue), and small ones for CPU tests.
+# docs/inductor.md's sizes (apbt also at 4096x8192 per the bench issue), and small ones for CPU tests.
 FULL: dict[str, dict[str, int]] = {
     "apbt": {"rows": 4096, "cols": 8192},
     "tsum": {"rows": 4096, "cols": 8192},

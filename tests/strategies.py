@@ -1,8 +1,8 @@
 """Test support for code generation: hand-built plans, a run-and-compare check, and a hypothesis
-strategy of random *valid* small graphs (FORMAT.md documents as plain dicts).
+strategy of random *valid* small graphs (docs/format.md documents as plain dicts).
 
 The graphs mix layouts (permuted and padded strides, offsets), broadcasts, reductions over any
-subset of dims, masked (padded) loads, indirect loads, index() values and every FORMAT.md dtype;
+subset of dims, masked (padded) loads, indirect loads, index() values and every docs/format.md dtype;
 they are valid by construction, so `load_text` never rejects one. `differential_docs` (for
 tests/test_differential.py) adds library calls, long chains, typed integer and bool arithmetic,
 big index intermediates and split or merged loops.
@@ -247,7 +247,7 @@ def _buffer_doc(b: _Buf, shape: list[int], role: str) -> dict[str, Any]:
 
 @st.composite
 def graph_docs(draw: Any, max_nodes: int = 4) -> dict[str, Any]:
-    """A random valid graph document (FORMAT.md as a dict)."""
+    """A random valid graph document (docs/format.md as a dict)."""
     rank = draw(st.integers(1, 3))
     shape = [draw(st.integers(1, 5)) for _ in range(rank)]
     if all(s == 1 for s in shape):
@@ -784,7 +784,7 @@ class _Diff:
 
 @st.composite
 def differential_docs(draw: Any) -> dict[str, Any]:
-    """A random valid graph for the differential test (FORMAT.md as a dict, YAML-dumpable)."""
+    """A random valid graph for the differential test (docs/format.md as a dict, YAML-dumpable)."""
     rank = draw(st.integers(1, 3))
     shape = [draw(st.integers(1, 6)) for _ in range(rank)]
     if all(s == 1 for s in shape):

@@ -82,7 +82,7 @@ def B(op: str, x: Expr, y: Expr) -> Binary:
         ("a < b & c < d", B("and", B("lt", a, b), B("lt", c, d))),
         ("a < b | c < d & a > d", B("or", B("lt", a, b), B("and", B("lt", c, d), B("gt", a, d)))),
         ("~a & b", B("and", Unary("not", a), b)),
-        ("~a < b", Unary("not", B("lt", a, b))),  # `~` is looser than comparisons (FORMAT.md order)
+        ("~a < b", Unary("not", B("lt", a, b))),  # `~` is looser than comparisons (docs/format.md order)
         ("(a < b) == c", B("eq", B("lt", a, b), c)),
         ("a + b < c * d", B("lt", B("add", a, b), B("mul", c, d))),
         ("min(a, b)", B("minimum", a, b)),
@@ -122,7 +122,7 @@ def test_parse_store_requires_a_load() -> None:
 
 
 def test_names_may_start_with_underscores() -> None:
-    # FORMAT.md's name pattern [A-Za-z_][A-Za-z0-9_]{0,63}: a name is data, never looked up in
+    # docs/format.md's name pattern [A-Za-z_][A-Za-z0-9_]{0,63}: a name is data, never looked up in
     # Python, so dunder names are ordinary names.
     assert P("__class__ + __x[__i]") == Binary("add", Var("__class__"), Load("__x", Var("__i")))
     assert parse_store("__builtins__[__i]") == Load("__builtins__", Var("__i"))
@@ -189,7 +189,7 @@ def test_non_string_input() -> None:
         P(42)  # type: ignore[arg-type]
 
 
-# -- limits (FORMAT.md) ------------------------------------------------------------------------------
+# -- limits (docs/format.md) ------------------------------------------------------------------------------
 def test_text_length_limit() -> None:
     text = "a + " * (MAX_TEXT // 4) + "a"
     err = _err(text)

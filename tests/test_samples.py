@@ -50,7 +50,7 @@ def test_sample_matches_torch(path: Path) -> None:
 
 
 def test_jit_aot_tie_structure() -> None:
-    """The divergence of CASES.md needs buf3 to be the template and buf0/buf2/buf4 to read x alike."""
+    """The divergence of docs/cases.md needs buf3 to be the template and buf0/buf2/buf4 to read x alike."""
     g = load_graph(SAMPLES / "jit_aot.yaml")
     assert [b.name for b in g.buffers if b.role != "input"] == ["buf0", "buf1", "buf2", "buf3", "buf4"]
     kinds = {n.name: n.kind for n in g.nodes}

@@ -43,7 +43,7 @@ def expected_outputs(graph: Graph, storages: Mapping[str, Tensor]) -> dict[str, 
 
 
 def make_graph(buffers: dict[str, dict[str, Any]], nodes: list[dict[str, Any]], name: str = "t") -> Graph:
-    """A validated graph from FORMAT.md fields (buffers in the given order)."""
+    """A validated graph from docs/format.md fields (buffers in the given order)."""
     doc = {"format": "fuseopt-graph/1", "name": name, "buffers": buffers, "nodes": nodes}
     return load_text(json.dumps(doc), f"{name}.json")
 

@@ -1,6 +1,6 @@
-"""Template finalization between AOT compilation's two scheduler passes (INDUCTOR.md, "JIT vs AOT").
+"""Template finalization between AOT compilation's two scheduler passes (docs/inductor.md, "JIT vs AOT").
 
-Finalizing a template keeps only its best choice (FORMAT.md: smallest time_us, ties smallest name);
+Finalizing a template keeps only its best choice (docs/format.md: smallest time_us, ties smallest name);
 the node stays a template with that one choice, so fusion legality does not change and any
 difference between the passes comes from where the node and its buffer sit, not from what they are.
 

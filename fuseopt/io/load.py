@@ -13,7 +13,7 @@ pointer of the node it is in, so that even syntax errors are located. Scalars ar
 1.2's core schema; YAML 1.1's differing readings (`074`, `1:00`, `yes`) are refused
 (`fuseopt.io.yaml_schema`). The result is plain JSON data: str, int, float, bool, None, list, dict.
 
-Limits (each rejected with a located error; beyond FORMAT.md's own expression limits):
+Limits (each rejected with a located error; beyond docs/format.md's own expression limits):
     file or text                 16 MiB (MAX_FILE_BYTES), read with a bounded read
     document nesting             64 levels (MAX_DEPTH)
     YAML number scalars          64 characters (MAX_NUMBER_CHARS); JSON ints: Python's 4300 digits

@@ -1,4 +1,4 @@
-"""The dtypes of FORMAT.md and torch's type-promotion rules over them (a table, not a chain of ifs)."""
+"""The dtypes of docs/format.md and torch's type-promotion rules over them (a table, not a chain of ifs)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ DTYPE_NAMES = frozenset(d.value for d in DType)
 _CATEGORY = {d: (2 if d in FLOATS else 1 if d in INTS else 0) for d in DType}
 
 # Promotion of two *strong* dtypes of the same category (torch's promoteTypes table, restricted to
-# the dtypes of FORMAT.md). Keyed by frozenset so that the table is symmetric by construction.
+# the dtypes of docs/format.md). Keyed by frozenset so that the table is symmetric by construction.
 _SAME_CATEGORY: dict[frozenset[DType], DType] = {
     frozenset({DType.float16, DType.bfloat16}): DType.float32,
     frozenset({DType.float16, DType.float32}): DType.float32,

@@ -1,7 +1,7 @@
-"""A small hand-written parser for FORMAT.md expressions: text in, `fuseopt.ir.expr` tree out.
+"""A small hand-written parser for docs/format.md expressions: text in, `fuseopt.ir.expr` tree out.
 
 Input is untrusted, so nothing here evaluates text: a regex tokenizer and a precedence-climbing
-parser build the tree directly, under the limits of FORMAT.md (length, depth, node count, literal
+parser build the tree directly, under the limits of docs/format.md (length, depth, node count, literal
 size). Every error is an `ExprError` whose span points at the offending characters.
 
 Precedence, loosest first: `|`, `&`, `~`, comparisons (non-chaining), `+ -`, `* / // %`,
