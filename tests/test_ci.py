@@ -350,7 +350,7 @@ def test_baseline_regression_and_improvement(corpus: Path) -> None:
     assert res.exit_code == 0, res.output
     for key in GOOD_KEYS:
         golden = json.loads(Path(golden_path("golden", key)).read_text())
-        assert golden["format"] == "fuseopt-plan/1"
+        assert golden["format"] == "fuseopt-plan/2"
     apbt_plan = CliRunner().invoke(cli, ["optimize", "graphs/apbt.yaml", "--format", "json"]).stdout
     assert Path("golden/apbt.plan.json").read_text() == apbt_plan  # what optimize prints
     res = invoke("graphs", "--jobs", "1", "--checks", "optimize", "--baseline", "golden", "--format", "json")

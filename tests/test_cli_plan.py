@@ -25,7 +25,7 @@ def test_optimize_json_is_the_plan_and_byte_identical_across_processes(tmp_path:
     code, out = run("optimize", APBT, "--format", "json")
     assert code == 0
     plan = json.loads(out)
-    assert plan["format"] == "fuseopt-plan/1" and plan["metrics"]["kernels"] == 1
+    assert plan["format"] == "fuseopt-plan/2" and plan["metrics"]["kernels"] == 1
     for key in ("graph", "graph_sha256", "kernels", "reorders", "decisions", "rejected", "metrics"):
         assert key in plan
     outs = set()

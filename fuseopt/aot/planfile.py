@@ -45,7 +45,7 @@ class DecisionModel(_Model):
 
 
 class PlanModel(_Model):
-    format: Literal["fuseopt-plan/1"]  # = fuseopt.plan.PLAN_FORMAT
+    format: Literal["fuseopt-plan/1", "fuseopt-plan/2"]  # /2 = fuseopt.plan.PLAN_FORMAT
     graph: str
     graph_sha256: str = ""
     options: dict[str, Any] = Field(default_factory=dict)

@@ -49,8 +49,8 @@ def _parse(text: str) -> _GoldenPlan:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _BadGolden(f"not JSON: {exc.msg}", exc.lineno, exc.colno) from None
-    if not isinstance(data, dict) or data.get("format") != "fuseopt-plan/1":
-        raise _BadGolden("not a fuseopt plan (format fuseopt-plan/1)", pointer="/format")
+    if not isinstance(data, dict) or data.get("format") not in ("fuseopt-plan/1", "fuseopt-plan/2"):
+        raise _BadGolden("not a fuseopt plan (format fuseopt-plan/2 or /1)", pointer="/format")
     metrics = data.get("metrics")
     if not isinstance(metrics, dict) or not all(
         isinstance(metrics.get(k), int) and not isinstance(metrics.get(k), bool) for k in ("kernels", "bytes")

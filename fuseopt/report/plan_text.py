@@ -3,6 +3,7 @@ names and meta values print as text, whatever markup they hold).
 
 A plan of more than `FULL_ROWS` table rows (a 1,000-node graph's is thousands) prints as a
 summary: counts by kind and reason, the largest kernels, one example of each reason not to fuse;
+refused pairs print grouped by the pair of kernels they fall between (`Plan.kernel_rejections`);
 `full=True` (`fuseopt optimize --full`) prints every table whatever the size.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from fuseopt.plan import Plan
+from fuseopt.plan import Plan, rejected_summary
 from fuseopt.report.escaping import shown
 from fuseopt.report.words import on_off, plural
 
@@ -51,7 +52,7 @@ def options_text(options: Mapping[str, Any], sources: Mapping[str, str] | None =
 
 
 def plan_rows(plan: Plan) -> int:
-    return len(plan.kernels) + len(plan.reorders) + len(plan.decisions) + len(plan.rejected)
+    return len(plan.kernels) + len(plan.reorders) + len(plan.decisions) + len(plan.kernel_rejections())
 
 
 def print_plan(
@@ -111,12 +112,19 @@ def _print_full(console: Console, plan: Plan) -> None:
                 str(d.step), str(d.round), shown(f"{d.pair[0]} + {d.pair[1]}"), shown(d.kind), shown(score)
             )
         console.print(t)
-    if plan.rejected:
-        t = Table(title="not fused", title_justify="left")
-        for col in ("pair", "reason", "detail"):
+    grouped = plan.kernel_rejections()
+    if grouped:
+        t = Table(title="not fused (one row per pair of kernels)", title_justify="left")
+        for col in ("kernels", "node pairs", "reasons", "first pair", "its detail"):
             t.add_column(col, overflow="fold")
-        for rej in plan.rejected:
-            t.add_row(shown(f"{rej.pair[0]} / {rej.pair[1]}"), shown(rej.reason), shown(rej.detail))
+        for g in grouped:
+            t.add_row(
+                shown(f"{g.kernels[0]} / {g.kernels[1]}"),
+                str(g.pairs),
+                shown(", ".join(f"{n} {code}" for code, n in g.reasons)),
+                shown(f"{g.pair[0]} / {g.pair[1]}"),
+                shown(f"{g.reason}: {g.detail}"),
+            )
         console.print(t)
 
 
@@ -154,14 +162,27 @@ def _print_summary(console: Console, plan: Plan) -> None:
             f"decisions: {plural(len(plan.decisions), 'fusion')} "
             f"({shown(_counts(Counter(d.kind or 'fuse' for d in plan.decisions)))})"
         )
-    if plan.rejected:
-        reasons = Counter(r.reason for r in plan.rejected)
-        t = Table(title=f"not fused: {plural(len(plan.rejected), 'pair')}, by reason", title_justify="left")
-        for col in ("reason", "pairs", "first pair", "its detail"):
+    summary = rejected_summary(plan.kernels, plan.rejected)
+    if summary:
+        pairs = sum(v["pairs"] for v in summary.values())
+        t = Table(
+            title=f"not fused: {plural(pairs, 'node pair')} between "
+            f"{plural(len(plan.kernel_rejections()), 'pair')} of kernels, by reason",
+            title_justify="left",
+        )
+        t.add_column("reason", no_wrap=True)  # a code: searchable only when whole
+        for col in ("node pairs", "kernel pairs", "first pair", "its detail"):
             t.add_column(col, overflow="fold")
-        for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
-            first = next(r for r in plan.rejected if r.reason == reason)
-            t.add_row(shown(reason), str(n), shown(f"{first.pair[0]} / {first.pair[1]}"), shown(first.detail))
+        for reason, row in summary.items():
+            first = row["examples"][0]
+            kernels = f"{first['kernels'][0]} / {first['kernels'][1]}"
+            t.add_row(
+                shown(reason),
+                str(row["pairs"]),
+                str(row["kernel_pairs"]),
+                shown(f"{first['pair'][0]} / {first['pair'][1]} ({kernels})"),
+                shown(first["detail"]),
+            )
         console.print(t)
     console.print(
         f"(a summary of {plural(plan_rows(plan), 'row')}: --full prints every table, --format json the whole plan)"
