@@ -162,7 +162,7 @@ def _err(text: str) -> ExprError:
         ("1e999 + a", "1e999", "overflows"),
         ("exp + 1", "exp", "is a function and needs arguments"),
         ("cast(a, double)", "double", "cast() needs a dtype"),
-        ("where(a, b)", "where(a, b)", "takes 3 argument(s), got 2"),
+        ("where(a, b)", "where(a, b)", "takes 3 arguments, got 2"),
         ("+a", "+", "unary '+'"),
         ("a ** 2", "*", "unexpected '*'"),
         ("a.b", ".", "unexpected character '.'"),

@@ -37,7 +37,7 @@ from fuseopt.passes.pipeline import Stage, optimize
 from fuseopt.passes.verify import check as plan_problems
 from fuseopt.report.html import graph_section
 from fuseopt.report.html import human_bytes as fmt_bytes
-from fuseopt.report.words import order_difference
+from fuseopt.report.words import order_difference, plural
 
 # Lines of a crash's traceback kept in the report.
 TRACEBACK_LINES = 12
@@ -104,7 +104,9 @@ def _validate(job: Job) -> tuple[str | None, Graph | None, CheckResult]:
         first = findings[0].text().splitlines()[0] if findings else "invalid"
         summary = f"{n} error{'s' if n != 1 else ''}: {first}"
         return text, None, CheckResult("validate", FAILED, summary, findings)
-    summary = f"graph {graph.name}: {len(graph.nodes)} nodes, {len(graph.buffers)} buffers"
+    summary = (
+        f"graph {graph.name}: {plural(len(graph.nodes), 'node')}, {plural(len(graph.buffers), 'buffer')}"
+    )
     return text, graph, CheckResult("validate", PASSED, summary, (), {"graph": graph.name})
 
 
@@ -166,7 +168,7 @@ def _optimize(graph: Graph, opts: Options, loc: Locator) -> tuple[CheckResult, S
             "optimize", FAILED, f"plan breaks an invariant: {problems[0]}", findings, data
         ), stage
     summary = (
-        f"{m['kernels']} kernels (unfused {m['unfused_kernels']}), {fmt_bytes(m['bytes'])} "
+        f"{plural(m['kernels'], 'kernel')} (unfused {m['unfused_kernels']}), {fmt_bytes(m['bytes'])} "
         f"(unfused {fmt_bytes(m['unfused_bytes'])})"
     )
     return CheckResult("optimize", PASSED, summary, (), data), stage
@@ -199,7 +201,7 @@ def _diff(graph: Graph, job: Job, loc: Locator) -> CheckResult:
             detail.append(f"kernel only in {label}: {k.name} ({' '.join(k.nodes)})")
             if node is None and k.nodes:
                 node = k.nodes[0]
-    parts.append(f"{len(cmp.only_in_a)} kernels only in jit, {len(cmp.only_in_b)} only in aot")
+    parts.append(f"{plural(len(cmp.only_in_a), 'kernel')} only in jit, {len(cmp.only_in_b)} only in aot")
     f = loc.finding("jit-aot-divergence", "error", "; ".join(parts), node=node, detail="\n".join(detail))
     return CheckResult("diff", FAILED, "; ".join(parts[:2]), (f,), report.to_json())
 
@@ -240,7 +242,9 @@ def _determinism(graph: Graph, job: Job, loc: Locator) -> CheckResult:
     detail = []
     if first.node_order:
         detail.append("node order: " + order_difference([n.name for n in graph.nodes], first.node_order))
-        detail.append("buffer order: " + order_difference([b.name for b in graph.buffers], first.buffer_order))
+        detail.append(
+            "buffer order: " + order_difference([b.name for b in graph.buffers], first.buffer_order)
+        )
         detail.append("(the JSON report has the whole orders)")
     message = f"not deterministic: {first.label} gives another plan: {first.summary} (checked {what})"
     f = loc.finding("nondeterminism", "error", message, node=_variant_node(first), detail="\n".join(detail))

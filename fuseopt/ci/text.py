@@ -83,4 +83,6 @@ def print_report(console: Console, report: CiReport) -> None:
     if report.ok:
         console.print(f"[bold green]ok[/]: {counts}")
     else:
-        console.print(f"[bold red]failed[/]: {s['graphs_failed']} of {s['graphs']} graphs; {counts}")
+        console.print(
+            f"[bold red]failed[/]: {s['graphs_failed']} of {plural(s['graphs'], 'graph')}; {counts}"
+        )

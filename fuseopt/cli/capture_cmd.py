@@ -16,6 +16,7 @@ from fuseopt.cli.console import stdout
 from fuseopt.cli.main import cli
 from fuseopt.errors import Diagnostic, InputError
 from fuseopt.report.escaping import shown
+from fuseopt.report.words import plural
 
 LAYOUT_CHOICES = ("contiguous", "transposed", "channels_last")
 
@@ -125,7 +126,7 @@ def capture_cmd(
     _write_atomically(Path(out_path), text)
     ind = graph.meta["inductor"]
     stdout.print(
-        f"captured [bold]{shown(graph.name)}[/]: {len(graph.nodes)} nodes, {len(graph.buffers)} buffers; "
+        f"captured [bold]{shown(graph.name)}[/]: {plural(len(graph.nodes), 'node')}, {plural(len(graph.buffers), 'buffer')}; "
         f"Inductor: {shown(ind['kernel_count'])} kernels, {shown(ind['num_bytes_accessed'])} bytes "
         f"-> {shown(out_path)}"
     )

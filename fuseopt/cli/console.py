@@ -13,6 +13,7 @@ from rich.console import Console
 
 from fuseopt.errors import Diagnostic
 from fuseopt.report.escaping import json_text, shown
+from fuseopt.report.words import plural
 
 __all__ = ["dump_json", "print_diagnostics", "shown", "stderr", "stdout"]
 
@@ -43,7 +44,7 @@ def print_diagnostics(diags: Iterable[Diagnostic]) -> None:
                 f"[red]... and {n - MAX_SHOWN} more in {where}[/] (`fuseopt validate --format json` lists all)"
             )
     if len(items) > 1:
-        stderr.print(f"[red]{len(items)} errors[/]")
+        stderr.print(f"[red]{plural(len(items), 'error')}[/]")
 
 
 def dump_json(obj: Any) -> str:

@@ -130,7 +130,9 @@ def reduce_cmd(
 
         def report(size: int, tests: int) -> None:
             bar.update(
-                task, completed=len(g.nodes) - size, description=f"reducing: {size} nodes, {tests} tests"
+                task,
+                completed=len(g.nodes) - size,
+                description=f"reducing: {plural(size, 'node')}, {plural(tests, 'test')}",
             )
 
         try:

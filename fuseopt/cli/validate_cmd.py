@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import click
 
 from fuseopt.cli.console import dump_json, print_diagnostics, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.errors import EXIT_BAD_INPUT, Diagnostic, InputError
 from fuseopt.io.load import load_graph
+from fuseopt.report.words import plural
 
 
 @cli.command("validate")
@@ -33,8 +36,8 @@ def validate(files: tuple[str, ...], fmt: str) -> None:
         for r in results:
             if r["valid"]:
                 stdout.print(
-                    f"[green]ok[/] {shown(r['file'])}: graph {shown(r['graph'])}, {r['nodes']} nodes, "
-                    f"{r['buffers']} buffers"
+                    f"[green]ok[/] {shown(r['file'])}: graph {shown(r['graph'])}, {plural(cast(int, r['nodes']), 'node')}, "
+                    f"{plural(cast(int, r['buffers']), 'buffer')}"
                 )
         print_diagnostics(all_diags)
     if all_diags:

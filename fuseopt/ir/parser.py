@@ -356,8 +356,10 @@ class _Parser:
         span = Span(self.starts[name_i], close + 1)
         allowed = _ARITY[word]
         if len(args) not in allowed:
-            want = " or ".join(str(n) for n in sorted(allowed))
-            raise self.error(f"{word}() takes {want} argument(s), got {len(args)}", span, code="arity")
+            counts = sorted(allowed)
+            want = " or ".join(str(n) for n in counts)
+            noun = "argument" if counts == [1] else "arguments"
+            raise self.error(f"{word}() takes {want} {noun}, got {len(args)}", span, code="arity")
         self.count(span)
         return _build_call(word, args, span)
 

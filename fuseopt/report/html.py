@@ -410,10 +410,12 @@ def ci_page(report: CiReport, sections: Sequence[str]) -> str:
     ]
     table += [f"<tr {a}>{r}</tr>" for r, a in zip(rows, attrs, strict=True)]
     table.append("</tbody></table>")
-    verdict = "all checks passed" if report.ok else f"{s['graphs_failed']} of {s['graphs']} graphs failed"
+    verdict = (
+        "all checks passed" if report.ok else f"{s['graphs_failed']} of {plural(s['graphs'], 'graph')} failed"
+    )
     summary = (
         f'<p class="metrics"><b>{_e(verdict)}</b> \u00b7 {s["passed"]} checks passed, {s["failed"]} failed, '
-        f"{s['errors']} errors, {s['skipped']} skipped \u00b7 {s['regressions']} regressions, "
+        f"{plural(s['errors'], 'error')}, {s['skipped']} skipped \u00b7 {s['regressions']} regressions, "
         f"{s['improvements']} improvements</p>"
     )
     options = ", ".join(f"{k}={v}" for k, v in report.options.items())
@@ -421,4 +423,4 @@ def ci_page(report: CiReport, sections: Sequence[str]) -> str:
         f" \u00b7 baseline <code>{_e(report.baseline)}</code>" if report.baseline else ""
     )
     body = "<h2>Summary</h2>" + summary + "".join(table) + "".join(sections)
-    return render_page(f"fuseopt ci: {s['graphs']} graphs", body, subtitle=sub)
+    return render_page(f"fuseopt ci: {plural(s['graphs'], 'graph')}", body, subtitle=sub)
