@@ -26,7 +26,7 @@ def graph(nodes: str, buffers: str) -> Graph:
 
 
 def test_apbt_matches_format_example() -> None:
-    """FORMAT.md's example: one kernel of 25165824 bytes; unfused 3 kernels, 58720256 bytes."""
+    """docs/format.md's example: one kernel of 25165824 bytes; unfused 3 kernels, 58720256 bytes."""
     st = plan(load(f"{ROOT}/samples/apbt.yaml"))
     m = st.plan.metrics
     assert (m["kernels"], m["bytes"], m["unfused_kernels"], m["unfused_bytes"]) == (1, 25165824, 3, 58720256)

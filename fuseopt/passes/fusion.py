@@ -12,6 +12,12 @@ applied greedily, re-checking legality against the groups as they are by then.
 
 Candidate order is where the two scorings differ: `inductor` walks groups in node-list order (so
 list order reaches decisions, faithfully); `stable` walks them by (dependency depth, name).
+
+Stable scoring at the size cap: when --max-fusion-size rejected a pair or a kernel is full, the
+graph is planned again with chains packed (`_fill_seeds`: each node seeded into its latest
+producer's kernel in topological order, so a kernel fills to the cap and the next node starts the
+next one), then with nodes stranded beside a full kernel seeded into it (`_stranded`, up to
+MAX_REPLANS times); the plan with the fewest kernels is kept (the first plan on ties).
 """
 
 from __future__ import annotations
@@ -26,14 +32,20 @@ from fuseopt.ir.graph import Graph
 from fuseopt.passes.fusion_stable import stable_fuse
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
+from fuseopt.passes.loop_order import Proposal
 from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, Options
 from fuseopt.passes.scoring import Score, inductor_score, inductor_sort, stable_score, stable_sort
 from fuseopt.plan import Decision, Rejection, Reorder
 
 
 class ReorderHook(Protocol):
-    """The loop-order pass as seen by fusion: try a transformation for a failing pair, then
-    roll back what led to no fusion."""
+    """The loop-order pass as seen by fusion: propose a transformation for a failing pair (the
+    stable scoring installs it only when it takes the pair), or try one and keep it installed
+    (the inductor scoring's rounds); then roll back what led to no fusion."""
+
+    def propose(
+        self, state: FusionState, g1: Group, g2: Group, opts: Options
+    ) -> tuple[Verdict, Proposal] | None: ...
 
     def try_pair(
         self, state: FusionState, g1: Group, g2: Group, opts: Options
@@ -101,8 +113,10 @@ class _Recorder:
         self.label = label
         self.decisions: list[Decision] = []
         self.rejected: dict[tuple[str, str], Rejection] = {}
+        self.capped = False  # did --max-fusion-size reject a pair (a later reason may replace it)
 
     def reject(self, a: Group, b: Group, v: Verdict) -> None:
+        self.capped = self.capped or v.reason == "too_large"
         pair = v.nodes or (self.label(a), self.label(b))
         self.rejected[pair] = Rejection(pair, v.reason, v.detail)
 
@@ -122,30 +136,13 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
     hook = reorder if opts.loop_order else None
     if opts.scoring == "stable":
         stable_fuse(state, opts, levels, rec.reject, rec.decisions, hook, reorders)
-        # Nodes stranded at the size cap: plan again with each joined to the neighbour it could
-        # have fused with before that neighbour filled up; keep the plan with fewer kernels.
-        seeds: set[tuple[str, str]] = set()
-        for _ in range(MAX_REPLANS):
-            found = set(_stranded(state, opts, hook)) - seeds
-            if not found:
-                break
-            seeds |= found
-            again = FusionState(graph, graph_deps(graph), numbers, by_name=True)
-            again_rec = _Recorder(again.label)
-            again_reorders: list[Reorder] = []
-            stable_fuse(
-                again,
-                opts,
-                levels,
-                again_rec.reject,
-                again_rec.decisions,
-                hook,
-                again_reorders,
-                tuple(sorted(seeds)),
-            )
-            if len(again.groups) >= len(state.groups):
-                break
-            state, rec, reorders = again, again_rec, again_reorders
+        full = any(len(g.members) >= opts.max_fusion_size for g in state.groups.values())
+        if rec.capped or full:
+            # The size cap bound. Plan again with the cap packed (each node seeded into its
+            # latest producer's kernel in topological order, a new kernel where that one is
+            # full), and then with nodes stranded next to a full kernel seeded into it before it
+            # filled up; keep a plan only when it has fewer kernels.
+            state, rec, reorders = _replan_at_cap(graph, opts, levels, numbers, hook, (state, rec, reorders))
         state.verdicts.clear()  # _stranded asked under another size cap
     else:
         rounds = 0
@@ -178,6 +175,61 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
 
 MAX_REPLANS = 3
 
+Planned = tuple[FusionState, _Recorder, list[Reorder]]
+
+
+def _replan_at_cap(
+    graph: Graph,
+    opts: Options,
+    levels: dict[str, int],
+    numbers: dict[str, int],
+    hook: ReorderHook | None,
+    first: Planned,
+) -> Planned:
+    """The plan with the fewest kernels among the first, the packed one (`_fill_seeds`) and up
+    to MAX_REPLANS with stranded nodes seeded (`_stranded`) on top of the better of those two."""
+    best = first
+    base: tuple[tuple[str, str], ...] = ()
+
+    def plan(seeds: tuple[tuple[str, str], ...]) -> Planned:
+        again = FusionState(graph, graph_deps(graph), numbers, by_name=True)
+        again_rec = _Recorder(again.label)
+        again_reorders: list[Reorder] = []
+        stable_fuse(again, opts, levels, again_rec.reject, again_rec.decisions, hook, again_reorders, seeds)
+        return again, again_rec, again_reorders
+
+    fill = _fill_seeds(graph, levels)
+    packed = plan(fill)
+    if len(packed[0].groups) < len(best[0].groups):
+        best, base = packed, fill
+    seeds: set[tuple[str, str]] = set()
+    for _ in range(MAX_REPLANS):
+        found = set(_stranded(best[0], opts, hook)) - seeds
+        if not found:
+            break
+        seeds |= found
+        again = plan((*tuple(sorted(seeds)), *base))
+        if len(again[0].groups) >= len(best[0].groups):
+            break
+        best = again
+    return best
+
+
+def _fill_seeds(graph: Graph, levels: dict[str, int]) -> tuple[tuple[str, str], ...]:
+    """Cap-aware packing of chains: in topological (depth, name) order, each compute node paired
+    with its latest producer (greatest depth, then name). Fused in that order as far as legality
+    allows, a chain fills a kernel up to the cap and the node that finds it full starts the next."""
+    writer = graph.writer()
+    out: list[tuple[str, str]] = []
+    for n in sorted(graph.nodes, key=lambda n: (levels[n.name], n.name)):
+        if n.kind == "extern":
+            continue
+        producers = {w for b in n.read_buffers() if (w := writer.get(b)) is not None and w != n.name}
+        producers = {p for p in producers if graph.node(p).kind != "extern"}
+        if producers:
+            out.append((max(producers, key=lambda p: (levels[p], p)), n.name))
+    return tuple(out)
+
 
 def _stranded(state: FusionState, opts: Options, hook: ReorderHook | None) -> list[tuple[str, str]]:
     """Single-node kernels that a neighbouring kernel would take but for --max-fusion-size: each as
@@ -197,7 +249,7 @@ def _stranded(state: FusionState, opts: Options, hook: ReorderHook | None) -> li
                 continue
             v = check_fusion(state, g, other, roomy)
             if not v.ok and hook is not None and v.reason in REORDER_REASONS:
-                found = hook.propose(state, g, other, roomy)  # type: ignore[attr-defined]
+                found = hook.propose(state, g, other, roomy)
                 v = found[0] if found is not None else v
             if v.ok:
                 out.append((partner, name))

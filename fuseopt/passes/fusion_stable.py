@@ -2,11 +2,21 @@
 
 Same legality, same candidates (pairs of groups sharing a buffer, each paired with its
 `pair_window` nearest users in (dependency depth, name) order), but after a fusion only the pairs
-of the new group are scored again. A phase enumerates every candidate and drains the queue;
-phases repeat until one fuses nothing (a fusion elsewhere can make an earlier rejection legal),
-then one phase may transform loops (the loop-order hook), then phases repeat again.
+of the new group are scored again (`_BufferIndex` keeps each buffer's user groups sorted, so this
+costs what the new group shares, not the graph). Queue entries carry both groups' version stamps:
+an entry whose group changed since it was scored is stale and dropped when popped. A phase
+enumerates every candidate and drains the queue; phases repeat until one fuses nothing (a fusion
+elsewhere can make an earlier rejection legal), then phases may transform loops: the loop-order
+hook's `propose` (`ReorderHook`) returns a transformation of one group under which the pair fuses,
+queued with the pair and installed only when the pair is taken (`take`; rolled back if the pair
+no longer fuses by then).
 
-Nothing here reads list order: walks are by (depth, name), ties in the queue by node names.
+`seeds` are node pairs fused before any scoring, in their given order, each only if legal then
+(`fusion.fuse` uses them to replan when --max-fusion-size bound: a topological fill that packs
+chains up to the cap, and nodes stranded next to a full kernel joined to it first).
+
+Nothing here reads list order: walks are by (depth, name), ties in the queue by node names, seeds
+come from depth and names.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
@@ -21,6 +32,9 @@ from fuseopt.passes.loop_order import Proposal
 from fuseopt.passes.options import Options
 from fuseopt.passes.scoring import Score, stable_score
 from fuseopt.plan import Decision, Reorder
+
+if TYPE_CHECKING:
+    from fuseopt.passes.fusion import ReorderHook
 
 GroupKey = tuple[int, str]
 
@@ -103,7 +117,7 @@ def stable_fuse(
     levels: dict[str, int],
     reject: Callable[[Group, Group, Verdict], None],
     decisions: list[Decision],
-    reorder: object | None,
+    reorder: ReorderHook | None,
     reorders: list[Reorder],
     seeds: tuple[tuple[str, str], ...] = (),
 ) -> None:
@@ -120,13 +134,13 @@ def stable_fuse(
     # pairs); proposal -1, or the loop transformation (in `proposals`) the pair needs.
     heap: list[tuple[tuple[int, ...], int, tuple[str, ...], int, int, int, int, int]] = []
     proposals: list[Proposal] = []
-    transforms: object | None = None  # the loop-order hook, once plain fusion has settled
+    transforms: ReorderHook | None = None  # the loop-order hook, once plain fusion has settled
 
     def consider(g1: Group, g2: Group) -> None:
         v = check_fusion(state, g1, g2, opts)
         pid = -1
         if not v.ok and transforms is not None and v.reason in REORDER_REASONS:
-            found = transforms.propose(state, g1, g2, opts)  # type: ignore[attr-defined]
+            found = transforms.propose(state, g1, g2, opts)
             if found is not None:
                 v, prop = found
                 pid = len(proposals)
@@ -208,7 +222,7 @@ def stable_fuse(
         v = check_fusion(state, g1, g2, opts)
         pid = -1
         if not v.ok and reorder is not None and v.reason in REORDER_REASONS:
-            found = reorder.propose(state, g1, g2, opts)  # type: ignore[attr-defined]
+            found = reorder.propose(state, g1, g2, opts)
             if found is not None:
                 pid = len(proposals)
                 proposals.append(found[1])

@@ -104,6 +104,9 @@ class FusionState:
         self.summaries: dict[int, Summary] = {}  # points read and written per buffer, by group
         self.level_ranges: dict[int, tuple[int, int]] = {}  # (least, greatest) depth, by group
         self._loads: dict[str, tuple[Node, tuple[Load, ...]]] = {}
+        # install's dependencies of a (frozen) node, by identity (the entry keeps it alive): a
+        # proposal tried and rolled back swaps the same node objects in and out again
+        self._deps_memo: dict[int, tuple[Node, NodeDeps]] = {id(n): (n, deps[n.name]) for n in graph.nodes}
 
     # -- queries ---------------------------------------------------------------------------
     def node(self, name: str) -> Node:
@@ -283,7 +286,10 @@ class FusionState:
                 self.overrides.pop(node.name, None)
             else:
                 self.overrides[node.name] = node
-            self.deps[node.name] = node_deps(node)
+            hit = self._deps_memo.get(id(node))
+            if hit is None or hit[0] is not node:
+                hit = self._deps_memo[id(node)] = (node, node_deps(node))
+            self.deps[node.name] = hit[1]
         self.version[g.gid] = next(self._stamps) if version is None else version
         writes = {d: None for m in g.members for d in self.deps[m].writes}
         g.writes = writes

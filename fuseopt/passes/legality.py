@@ -350,7 +350,7 @@ def _shape_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | str | Non
         return None
     red, pw = (g1, g2) if g1.is_reduction else (g2, g1)
     if pw.numel == red.numel * red.rnumel:
-        for m in pw.members:
+        for m in sorted(pw.members):  # the member named in the detail: by name, not fusion order
             node = state.node(m)
             assert isinstance(node, ComputeNode)
             if split_loops([lv.size for lv in node.loops], red.numel) is None:

@@ -18,7 +18,7 @@ Every transformation is proven a bijection of the loop box (`loop_transform`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass, field
 
 from fuseopt.analysis.deps import MemoryDep, canonical_dep
@@ -77,6 +77,13 @@ class LoopOrder:
     """
 
     applied: list[_Applied] = field(default_factory=list)
+    # (node, transformation) -> the transformed node (None: it cannot take it). Nodes are frozen
+    # and kept alive by the entry, so identity names them; a group proposed for again as it grows
+    # transforms only its new members.
+    _applied_memo: dict[tuple[int, tuple[object, ...]], tuple[ComputeNode, ComputeNode | None]] = field(
+        default_factory=dict
+    )
+    _taken: dict[int, tuple[Graph, frozenset[str]]] = field(default_factory=dict)
     _matches: dict[tuple[object, ...], tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]] = field(
         default_factory=dict
     )
@@ -100,6 +107,10 @@ class LoopOrder:
         it was (the fusion pass installs the proposal only when it takes the pair)."""
         if g1.is_library or g2.is_library:
             return None
+        # A loop transformation changes how a group indexes its buffers, never which buffers or
+        # nodes it has: a pair over the size cap or closing a cycle stays so under every one.
+        if len(g1.members) + len(g2.members) > opts.max_fusion_size or state.would_create_cycle(g1, g2):
+            return None
         common = sorted(set(g1.buffer_names()) & set(g2.buffer_names()))
         if not common:
             return None
@@ -119,7 +130,7 @@ class LoopOrder:
                 options.append(((side, cand.rank, state.label(mine)), mine, cand, members))
         options.sort(key=lambda o: o[0])
         for _, mine, cand, members in options:
-            after = _apply(state, cand, members)
+            after = self._apply(state, cand, members)
             if after is None:
                 continue
             saved = state.version[mine.gid]
@@ -189,6 +200,43 @@ class LoopOrder:
             hit = self._matches[mkey] = tuple(_permutations_matching(node, ld, is_store, target))
         return hit
 
+    def _apply(
+        self, state: FusionState, cand: _Candidate, members: list[ComputeNode]
+    ) -> tuple[ComputeNode, ...] | None:
+        """The candidate applied to every member (None when a member cannot take it)."""
+        if cand.key[0] == "permute":
+            _, p, rp = cand.key
+            assert isinstance(p, tuple) and isinstance(rp, tuple)
+            return self._each(members, cand.key, lambda n: permute(n, p, rp if n.reduce else None))
+        shape = cand.key[1]
+        assert isinstance(shape, tuple)
+        taken = self._buffer_names(state.graph) | {lv.name for n in members for lv in n.loops}
+        fresh = _fresh_loops(list(shape), taken)
+        return self._each(members, ("reindex", fresh), lambda n: refactor(n, fresh))
+
+    def _each(
+        self,
+        members: list[ComputeNode],
+        key: tuple[object, ...],
+        fn: Callable[[ComputeNode], ComputeNode | None],
+    ) -> tuple[ComputeNode, ...] | None:
+        out: list[ComputeNode] = []
+        memo = self._applied_memo
+        for n in members:
+            hit = memo.get((id(n), key))
+            if hit is None or hit[0] is not n:
+                hit = memo[(id(n), key)] = (n, fn(n))
+            if hit[1] is None:
+                return None
+            out.append(hit[1])
+        return tuple(out)
+
+    def _buffer_names(self, graph: Graph) -> frozenset[str]:
+        hit = self._taken.get(id(graph))
+        if hit is None or hit[0] is not graph:
+            hit = self._taken[id(graph)] = (graph, frozenset(b.name for b in graph.buffers))
+        return hit[1]
+
     def finish(self, state: FusionState, reorders: list[Reorder]) -> list[Reorder]:
         """Roll back transformations that led to no fusion; returns the reorders that stand."""
         dropped: set[Reorder] = set()
@@ -207,27 +255,6 @@ def _prod(xs: tuple[int, ...]) -> int:
     for x in xs:
         out *= x
     return out
-
-
-def _apply(
-    state: FusionState, cand: _Candidate, members: list[ComputeNode]
-) -> tuple[ComputeNode, ...] | None:
-    """The candidate applied to every member (None when a member cannot take it)."""
-    if cand.key[0] == "permute":
-        _, p, rp = cand.key
-        assert isinstance(p, tuple) and isinstance(rp, tuple)
-        return tuple(permute(n, p, rp if n.reduce else None) for n in members)
-    shape = cand.key[1]
-    assert isinstance(shape, tuple)
-    taken = {b.name for b in state.graph.buffers} | {lv.name for n in members for lv in n.loops}
-    fresh = _fresh_loops(list(shape), taken)
-    out: list[ComputeNode] = []
-    for n in members:
-        new = refactor(n, fresh)
-        if new is None:
-            return None
-        out.append(new)
-    return tuple(out)
 
 
 def _record(before: ComputeNode, after: ComputeNode, cand: _Candidate) -> Reorder:
@@ -254,7 +281,7 @@ def _access_indices(node: ComputeNode, buffer: str) -> list[tuple[Load, bool]]:
     return out
 
 
-def _fresh_loops(sizes: list[int], taken: set[str]) -> tuple[LoopVar, ...]:
+def _fresh_loops(sizes: list[int], taken: Set[str]) -> tuple[LoopVar, ...]:
     """Loop variables named q0, q1, ... avoiding every name already in use (deterministic)."""
     out: list[LoopVar] = []
     i = 0

@@ -1,0 +1,116 @@
+"""Issue #23, packing the size cap: at most Inductor's kernel count on the captured probe, and no
+single-node kernel that a kernel it shares data with could legally take under the cap."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.graphgen import make_graph, make_mixed, make_transposed
+from fuseopt.aot.determinism import permuted
+from fuseopt.io.load import load_graph, load_text
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.legality import check_fusion
+from fuseopt.passes.options import Options
+from fuseopt.passes.pipeline import Stage, optimize
+
+CAPTURED = Path(__file__).resolve().parent / "golden" / "captured"
+PROBES = [
+    "probe_L8.json",
+    "probe_L64.yaml",
+    "probe_L128.yaml",
+    "probe_L200.json",
+    pytest.param("probe_L400.json", marks=pytest.mark.slow),  # about 3 s of CPU
+]
+
+
+def _stranded(g: Graph, opts: Options, stage: Stage | None = None) -> list[tuple[str, str]]:
+    """(single node, kernel member) where the member's kernel could take the node under the cap,
+    asked of the final fusion state (the legality check, loop transformations as planned)."""
+    stage = stage or optimize(g, opts, verify_each=True)
+    assert stage.fusion is not None
+    state = stage.fusion.state
+    state.verdicts.clear()
+    out = []
+    for g1 in list(state.groups.values()):
+        if len(g1.members) != 1 or g1.is_library:
+            continue
+        name = g1.members[0]
+        node = state.node(name)
+        near = {w for b in node.read_buffers() if (w := state.writer.get(b)) is not None}
+        near |= {r for b in node.outputs for r in state.users.get(b, ())}
+        for other in sorted(near - {name}):
+            g2 = state.group(other)
+            if g2.gid != g1.gid and not g2.is_library and check_fusion(state, g1, g2, opts).ok:
+                out.append((name, other))
+    return out
+
+
+@pytest.mark.parametrize("name", PROBES)
+def test_captured_probe_at_most_inductors_kernel_count_and_none_stranded(name: str) -> None:
+    """Captured with `fuseopt capture` (benchmarks/planner_vs_inductor.py's `probe`); Inductor's
+    count is the capture's meta.inductor.kernel_count (L = 400: 61, 60, 60, 60, 7)."""
+    g = load_graph(str(CAPTURED / name))
+    inductor = g.meta["inductor"]["kernel_count"]
+    stage = optimize(g, Options(), verify_each=True)
+    plan = stage.plan
+    assert len(plan.kernels) <= inductor, ([len(k.nodes) for k in plan.kernels], inductor)
+    assert all(len(k.nodes) <= 64 for k in plan.kernels)
+    assert _stranded(g, Options(), stage) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "size"), [("probe_L128.yaml", 16), ("probe_L128.yaml", 40), ("probe_L64.yaml", 7)]
+)
+def test_captured_probe_packs_other_caps(name: str, size: int) -> None:
+    """Neighbours of the default cap: a chain of n nodes packs into about n / cap kernels."""
+    g = load_graph(str(CAPTURED / name))
+    opts = Options(max_fusion_size=size)
+    plan = optimize(g, opts, verify_each=True).plan
+    assert len(plan.kernels) <= -(-len(g.nodes) // size) + 1, [len(k.nodes) for k in plan.kernels]
+    assert _stranded(g, opts) == []
+
+
+_FAMILIES = {"graphgen": make_graph, "transposed": make_transposed, "mixed": make_mixed}
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    family=st.sampled_from(sorted(_FAMILIES)),
+    seed=st.integers(0, 2**20),
+    n=st.integers(6, 48),
+    size=st.sampled_from([3, 5, 8, 13]),
+)
+def test_generated_chains_leave_no_node_a_kernel_could_take(
+    family: str, seed: int, n: int, size: int
+) -> None:
+    """Chains with reductions and transposed layouts at small caps (the cap binds everywhere)."""
+    g = load_text(json.dumps(_FAMILIES[family](n, seed, 8, 16)), "g.json")
+    assert _stranded(g, Options(max_fusion_size=size)) == []
+
+
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**20),
+    n=st.integers(6, 40),
+    size=st.sampled_from([3, 8, 64]),
+    perm=st.integers(0, 2**20),
+)
+def test_packed_plans_are_byte_identical_under_permutations(seed: int, n: int, size: int, perm: int) -> None:
+    """The packing replan reads depth and names only: any valid node and buffer order, same plan."""
+    g = load_text(json.dumps(make_transposed(n, seed, 8, 16)), "g.json")
+    opts = Options(max_fusion_size=size)
+
+    def plan_json(x: Graph) -> str:
+        out = optimize(x, opts).plan.to_json()
+        out.pop("graph_sha256")
+        return json.dumps(out, sort_keys=True)
+
+    ref = plan_json(g)
+    for i in range(2):
+        assert plan_json(permuted(g, random.Random(perm * 5 + i))) == ref
