@@ -3,9 +3,9 @@
 Frozen records; `Plan.to_json()` gives the stable machine form (`fuseopt-plan/2`). Field names
 here are part of the public output and must not change without a format bump.
 
-`Plan.rejected` holds every candidate node pair the planner refused (one entry per pair, its last
-reason), which on a large graph is thousands of mostly alike entries. The JSON and the text report
-show them grouped (`kernel_rejections`): one entry per pair of final kernels, with a representative
+`Plan.rejected` holds every candidate node pair the planner refused that ended in two kernels (one
+entry per pair, with the reason those final kernels give, as `fuseopt explain` has it), which on a
+large graph is thousands of mostly alike entries. The JSON and the text report show them grouped (`kernel_rejections`): one entry per pair of final kernels, with a representative
 node pair and the count of each reason, and `rejected_summary` counts them per reason with a few
 examples. `fuseopt explain A B` recomputes the reason for any pair, so nothing is lost.
 """

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuseopt.errors import Diagnostic, InputError
-from fuseopt.passes.legality import check_fusion
+from fuseopt.passes.final_verdict import final_reason
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import Stage
 from fuseopt.plan import Decision
@@ -82,24 +82,7 @@ def explain(stage: Stage, a: str, b: str, opts: Options) -> Explanation:
     assert stage.fusion is not None
     state = stage.fusion.state
     ga, gb = state.group(a), state.group(b)
-    v = check_fusion(state, ga, gb, opts)
-    if v.ok:
-        shared = set(ga.buffer_names()) & set(gb.buffer_names())
-        reason, detail = (
-            ("not_candidates", "they share no buffer, so they were never a candidate pair")
-            if not shared
-            else ("not_chosen", "legal now, but each was fused elsewhere first in an earlier round")
-        )
-        return Explanation(a, b, False, ka.name, kb.name, reason, detail, "", reorders=reorders)
+    reason, detail = final_reason(state, ga, gb, opts)
     size = len(ga.members) + len(gb.members)
-    return Explanation(
-        a,
-        b,
-        False,
-        ka.name,
-        kb.name,
-        v.reason,
-        v.detail,
-        _suggest(v.reason, v.detail, opts, size),
-        reorders=reorders,
-    )
+    suggestion = _suggest(reason, detail, opts, size)  # none for not_chosen or not_candidates
+    return Explanation(a, b, False, ka.name, kb.name, reason, detail, suggestion, reorders=reorders)

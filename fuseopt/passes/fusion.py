@@ -29,6 +29,7 @@ from typing import Protocol
 
 from fuseopt.analysis.deps import NodeDeps, graph_deps
 from fuseopt.ir.graph import Graph
+from fuseopt.passes.final_verdict import final_reason
 from fuseopt.passes.fusion_stable import stable_fuse
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
@@ -163,13 +164,7 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
         groups = tuple(tuple(sorted(g.members, key=lambda m: (levels[m], m))) for g in state.ordered_groups())
     else:
         groups = tuple(tuple(g.members) for g in state.ordered_groups())
-    kernel_of = {m: i for i, g in enumerate(groups) for m in g}
-    rejected = tuple(
-        sorted(
-            (r for r in rec.rejected.values() if kernel_of[r.pair[0]] != kernel_of[r.pair[1]]),
-            key=lambda r: r.pair,
-        )
-    )
+    rejected = _final_rejections(state, rec, opts)
     return FusionResult(current, groups, tuple(rec.decisions), rejected, tuple(reorders), state)
 
 
@@ -272,6 +267,24 @@ def _extern_rejections(state: FusionState, rec: _Recorder) -> None:
                     "extern", f"{ext} is an extern library call; extern nodes never fuse", nodes=(w, n.name)
                 )
                 rec.reject(state.group(w), state.group(n.name), v)
+
+
+def _final_rejections(state: FusionState, rec: _Recorder, opts: Options) -> tuple[Rejection, ...]:
+    """Every node pair the search refused that ended in two kernels, with the reason the final
+    kernels give (`final_reason`, as `fuseopt explain` does), not the verdict the search met last:
+    that one saw intermediate groups and loop transformations, and so the order of the search.
+    One legality check per pair of final kernels, so the cost is linear in the recorded pairs."""
+    by_kernels: dict[tuple[int, int], tuple[str, str]] = {}
+    out = []
+    for pair in sorted(rec.rejected):
+        ga, gb = state.group(pair[0]), state.group(pair[1])
+        if ga.gid == gb.gid:
+            continue
+        key = (min(ga.gid, gb.gid), max(ga.gid, gb.gid))
+        if key not in by_kernels:
+            by_kernels[key] = final_reason(state, ga, gb, opts)
+        out.append(Rejection(pair, *by_kernels[key]))
+    return tuple(out)
 
 
 def _candidate_lists(state: FusionState, opts: Options, levels: dict[str, int]) -> list[list[Group]]:

@@ -90,20 +90,29 @@ def _member_with(state: FusionState, g: Group, dep: Dep) -> str:
 
 def _shared_buffer_mismatch(state: FusionState, g1: Group, g2: Group, intrinsic: bool) -> Verdict | None:
     """A buffer both use with different indices: an index_mismatch naming both accesses."""
-    deps2 = [*g2.reads, *g2.writes]
-    for d1 in (*g1.writes, *g1.reads):
-        for d2 in deps2:
-            if d1.buffer == d2.buffer and d1 != d2:
-                n1, n2 = _member_with(state, g1, d1), _member_with(state, g2, d2)
-                verb1 = "writes" if d1 in g1.writes else "reads"
-                verb2 = "writes" if d2 in g2.writes else "reads"
-                return Verdict.no(
-                    "index_mismatch",
-                    f"{d1.buffer}: {n1} {verb1} {d1.text()}, {n2} {verb2} {d2.text()}",
-                    nodes=(n1, n2),
-                    intrinsic=intrinsic,
-                )
-    return None
+    by_buffer: dict[str, list[Dep]] = {}
+    for d2 in (*g2.reads, *g2.writes):
+        by_buffer.setdefault(d2.buffer, []).append(d2)
+    # The least mismatching pair by (buffer, accesses), not the first met: the groups' dependency
+    # lists are in fusion order, which the order of the search decides.
+    found = [
+        (d1.buffer, d1.text(), d2.text(), d1, d2)
+        for d1 in (*g1.writes, *g1.reads)
+        for d2 in by_buffer.get(d1.buffer, ())
+        if d1 != d2
+    ]
+    if not found:
+        return None
+    _, _, _, d1, d2 = min(found, key=lambda f: f[:3])
+    n1, n2 = _member_with(state, g1, d1), _member_with(state, g2, d2)
+    verb1 = "writes" if d1 in g1.writes else "reads"
+    verb2 = "writes" if d2 in g2.writes else "reads"
+    return Verdict.no(
+        "index_mismatch",
+        f"{d1.buffer}: {n1} {verb1} {d1.text()}, {n2} {verb2} {d2.text()}",
+        nodes=(n1, n2),
+        intrinsic=intrinsic,
+    )
 
 
 def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
@@ -272,11 +281,12 @@ def _vertical_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
         m = match_read(producer, ld, node, space)
         if not m.ok:
             dep = canonical_dep(ld.buffer, ld.index, (*node.loops, *node.reduce))
-            bad.setdefault(dep, m.reason)
+            bad[dep] = min(bad.get(dep, m.reason), m.reason)
     if not bad:
         return None
     writes_by_buf = {d.buffer: d for d in g1.writes}
-    rd = next(d for d in (*g2.reads, *bad) if d in bad)
+    # The least failing read by (buffer, access), not the first met (fusion order decides that).
+    rd = min(bad, key=lambda d: (d.buffer, d.text()))
     wd = writes_by_buf[rd.buffer]
     n1, n2 = _member_with(state, g1, wd), _member_with(state, g2, rd)
     how = "with an indirect index " if isinstance(rd, StarDep) else ""
