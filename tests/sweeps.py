@@ -12,6 +12,8 @@ import os
 FULL = os.environ.get("FUSEOPT_SWEEP", "") == "1"
 
 
-def examples(full: int) -> int:
-    """`full` examples in a sweep run; a fifth of them (at least 4) in the quick run."""
-    return full if FULL else max(4, full // 5)
+def examples(full: int, quick: int | None = None) -> int:
+    """`full` examples in a sweep run; `quick` (default a fifth of them, at least 4) in the quick run."""
+    if FULL:
+        return full
+    return quick if quick is not None else max(4, full // 5)

@@ -37,8 +37,9 @@ from tests.index_strategies import (
 )
 from tests.planning import plan
 from tests.strategies import check
+from tests.sweeps import examples
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _node(name: str, loops: tuple[LoopVar, ...], store: Expr, read: Expr | None = None) -> ComputeNode:

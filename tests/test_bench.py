@@ -164,8 +164,8 @@ def test_run_module_restores_poison() -> None:
     [
         "apbt.yaml",
         "layernorm_t.yaml",
-        "three_layouts_mean.yaml",
-        "cases/sum_and_t.yaml",
+        pytest.param("three_layouts_mean.yaml", marks=pytest.mark.slow),
+        pytest.param("cases/sum_and_t.yaml", marks=pytest.mark.slow),
         "avgpool_cl_small.yaml",
     ],
 )
@@ -194,6 +194,7 @@ def test_rendered_program_is_the_graph(sample: str) -> None:
 
 
 @interpreter_only
+@pytest.mark.slow  # a whole bench run under the interpreter; the quick set checks the parts
 def test_bench_without_source_uses_the_rendering(tmp_path: os.PathLike[str]) -> None:
     out = os.path.join(str(tmp_path), "bench.json")
     res = CliRunner().invoke(
@@ -247,6 +248,7 @@ def test_same_size_copy_moves_the_graphs_bytes(monkeypatch: pytest.MonkeyPatch) 
 
 
 @interpreter_only
+@pytest.mark.slow  # a whole bench run under the interpreter; the quick set checks the parts
 def test_bench_text_report_per_graph() -> None:
     res = CliRunner().invoke(cli, ["bench", os.path.join(ROOT, "samples", "apbt.yaml"), "--interpret"])
     assert res.exit_code == 0, res.output

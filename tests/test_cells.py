@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.module import load_module
 from tests.strategies import check, unfused_plan
+from tests.sweeps import examples
 from tests.test_window import draw_offsets, stencil_doc, window_reduce_doc, window_reductions
 
 # Tiny images take the register window: rows of 2+ points, slices of one point of a column.
@@ -74,7 +76,7 @@ def stencils(draw: st.DrawFn) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     return doc, offsets
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40, quick=2), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stencils())
 def test_random_stencils_in_register_windows_match_the_reference(case: tuple[dict[str, Any], list]) -> None:
     doc, offsets = case
@@ -121,7 +123,7 @@ def test_a_3x3_window_takes_a_register_window_and_shares_its_loads() -> None:
     assert ("x", -33) in offsets_seen and ("out", 0) in offsets_seen and ("out", 3) in offsets_seen
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(window_reductions())
 def test_random_window_reductions_in_register_windows_match_the_reference(
     case: tuple[dict[str, Any], int, int],
@@ -154,6 +156,7 @@ def _captured_pool(h: int, w: int) -> Any:
     return optimize(fuseopt.capture(avgpool_cl, x))
 
 
+@pytest.mark.slow  # the seed case at its captured size; tests/test_samples.py runs it against torch
 def test_captured_avgpool_is_bit_identical_to_the_sliding_window() -> None:
     """Inductor's avg_pool2d lowering (a chain of nine additions): the same additions in the same
     order in every cell, so the output matches the sliding window's bit for bit."""
@@ -250,6 +253,7 @@ def test_cells_over_whole_images() -> None:
     assert (needed, distinct) == _expected_loads(offsets, rows, cols, col, [2, 5, 3, 2])
 
 
+@pytest.mark.slow
 def test_overlapping_bands_and_chunks_match_the_reference() -> None:
     """Rows or columns that no allowed band or chunk divides (9 x 8 images): the last band of an
     image (the last chunk of a row) ends at its edge and overlaps the one before, its points

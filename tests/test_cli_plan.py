@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from fuseopt.aot.determinism import fuseopt_command
 from fuseopt.cli.main import _register, cli
 from tests.planning import ROOT
+from tests.sweeps import FULL
 
 APBT = os.path.join(ROOT, "samples", "apbt.yaml")
 _register()
@@ -29,7 +30,7 @@ def test_optimize_json_is_the_plan_and_byte_identical_across_processes(tmp_path:
     for key in ("graph", "graph_sha256", "kernels", "reorders", "decisions", "rejected", "metrics"):
         assert key in plan
     outs = set()
-    for seed in ("0", "1", "123"):
+    for seed in ("0", "1", "123") if FULL else ("123",):  # each a fresh process that imports torch
         env = dict(os.environ, PYTHONHASHSEED=seed)
         proc = subprocess.run(
             fuseopt_command("optimize", APBT, "--format", "json"),

@@ -693,21 +693,45 @@ def _with_clusters(src: str, on: bool) -> str:
     "layout, fn, row, r, launches",
     [
         ("rows", "exp", "", 1024, ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),  # rows contiguous: 8 rows
-        ("rows", "abs", "", 1024, ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"]),
+        pytest.param(
+            "rows", "abs", "", 1024, ["XBLOCK=8, R0_BLOCK=1024, num_warps=8"], marks=pytest.mark.slow
+        ),
         # transposed, an exp at every point: 16 rows of 1024 read 64-byte runs of a column, so a
         # cluster of two programs reads whole lines; 32 rows of 512 already do: no cluster
-        ("transposed", "exp", "", 1024, [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"]),
+        pytest.param(
+            "transposed",
+            "exp",
+            "",
+            1024,
+            [CLUSTER, "XBLOCK=16, R0_BLOCK=1024, num_warps=4"],
+            marks=pytest.mark.slow,
+        ),
         ("transposed", "exp", "", 512, ["XBLOCK=32, R0_BLOCK=512, num_warps=4"]),
         # transposed, two reductions, no per-point special function: one program of 8 warps would
         # hold a multiprocessor alone, so a cluster, at any row length
-        ("transposed", "abs", "", 1024, [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
-        ("transposed", "abs", "sqrt", 1024, [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
-        (
+        pytest.param(
+            "transposed",
+            "abs",
+            "",
+            1024,
+            [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"],
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            "transposed",
+            "abs",
+            "sqrt",
+            1024,
+            [CLUSTER, "XBLOCK=32, R0_BLOCK=1024, num_warps=8"],
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
             "transposed",
             "abs",
             "",
             512,
             ["XBLOCK=64, R0_BLOCK=512, num_warps=4, num_ctas=2", "XBLOCK=64, R0_BLOCK=512, num_warps=8"],
+            marks=pytest.mark.slow,
         ),
         # transposed, one reduction: one program of 32 rows, unless every point runs an exp
         ("column", "abs", "", 1024, ["XBLOCK=32, R0_BLOCK=1024, num_warps=8"]),
@@ -1130,7 +1154,7 @@ def test_buffers_and_loops_named_like_python(options: CodegenOptions | None) -> 
     # Names docs/format.md allows that Python or the module itself uses (dunders, torch, tl, call):
     # one fused kernel whose locals are renamed where they would shadow what the module needs.
     st_ = optimize(graph(PYTHON_NAMES))
-    assert [k.nodes for k in st_.plan.kernels] == [("__init__", "__n", "tl", "n3")]
+    assert [sorted(k.nodes) for k in st_.plan.kernels] == [sorted(("__init__", "__n", "tl", "n3"))]
     src = check(st_.graph, st_.plan, options)
     assert '__name___ = _input(inputs, "__name__"' in src  # a builtin's name, renamed
     assert "call_ = _empty(" in src and '"call": call_' in src

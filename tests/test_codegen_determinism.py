@@ -14,31 +14,26 @@ import pytest
 from fuseopt.codegen import emit_module
 from fuseopt.io.load import load_graph
 from tests.strategies import unfused_plan
+from tests.sweeps import FULL
 from tests.test_codegen_samples import NAMES, PATHS, name_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Emits every sample (unfused, planner-fused if the planner is there, autotuned) and prints one
-# digest of all of it.
-_SCRIPT = """
-import glob, hashlib, os, sys
-from fuseopt.codegen import emit_module
-from fuseopt.io.load import load_graph
-from tests.strategies import unfused_plan
-try:
+# Emits every sample (unfused, autotuned, planner-fused) and prints one digest of all of it.
+_SCRIPT = "import sys; from tests.test_codegen_determinism import digest; print(digest(sys.argv[1:]))"
+
+
+def digest(paths: list[str]) -> str:
     from fuseopt.passes.pipeline import optimize
-except ImportError:
-    optimize = None
-h = hashlib.sha256()
-for path in sys.argv[1:]:
-    g = load_graph(path)
-    h.update(emit_module(g, unfused_plan(g)).encode())
-    h.update(emit_module(g, unfused_plan(g), autotune=True).encode())
-    if optimize is not None:
+
+    h = hashlib.sha256()
+    for path in paths:
+        g = load_graph(path)
+        h.update(emit_module(g, unfused_plan(g)).encode())
+        h.update(emit_module(g, unfused_plan(g), autotune=True).encode())
         st = optimize(g)
         h.update(emit_module(st.graph, st.plan).encode())
-print(h.hexdigest())
-"""
+    return h.hexdigest()
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -51,7 +46,7 @@ def test_same_text_twice(name: str) -> None:
 
 def test_same_text_across_hash_seeds() -> None:
     digests = set()
-    for seed in ("0", "1", "2"):
+    for seed in ("0", "1", "2") if FULL else ("1",):  # and this process's own (random) seed below
         env = dict(os.environ, PYTHONHASHSEED=seed)
         out = subprocess.run(
             [sys.executable, "-c", _SCRIPT, *PATHS],
@@ -62,6 +57,5 @@ def test_same_text_across_hash_seeds() -> None:
             check=True,
         )
         digests.add(out.stdout.strip())
+    digests.add(digest(PATHS))  # this process, under pytest's own (random) hash seed
     assert len(digests) == 1, digests
-    local = hashlib.sha256()
-    assert len(next(iter(digests))) == len(local.hexdigest())

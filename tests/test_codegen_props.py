@@ -1,8 +1,9 @@
 """Property tests: random valid graphs (tests/strategies.py) compiled to Triton and run under
 TRITON_INTERPRET=1 compute what the interpreter computes, unfused and as the planner fuses them.
 
-Every run tries FUSEOPT_CODEGEN_EXAMPLES (default 100) graphs per test, 200 in all. The nightly
-soak raises it: `FUSEOPT_CODEGEN_EXAMPLES=3000 python -m pytest tests/test_codegen_props.py`.
+A sweep run (tests/sweeps.py) tries FUSEOPT_CODEGEN_EXAMPLES (default 100) graphs per test, 200 in
+all; the quick run a fifth of them. The nightly soak raises it:
+`FUSEOPT_SWEEP=1 FUSEOPT_CODEGEN_EXAMPLES=3000 python -m pytest tests/test_codegen_props.py`.
 A failing graph, once hypothesis has shrunk it, is left in tests/regressions/<test>-failure.json:
 commit it (renamed) with the fix, and `test_regressions` replays it on every run from then on.
 """
@@ -20,12 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from fuseopt.io.load import load_graph
 from fuseopt.passes.pipeline import optimize
 from tests.strategies import check, check_split, check_window, doc_graph, graph_docs, unfused_plan
+from tests.sweeps import examples
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
 EXAMPLES = int(os.environ.get("FUSEOPT_CODEGEN_EXAMPLES", "100"))
 SETTINGS = settings(
-    max_examples=EXAMPLES,
+    max_examples=examples(EXAMPLES, quick=8),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -1,4 +1,4 @@
-"""Loop-order unification: CASES.md kernel counts, values preserved, bijections, rollback."""
+"""Loop-order unification: docs/cases.md kernel counts, values preserved, bijections, rollback."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from fuseopt.passes.loop_transform import prove_refactor, refactor_map, simplify
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
 from tests.planning import ROOT, assert_same_values, load, plan, sample_name, sample_paths
+from tests.sweeps import examples
 
-# CASES.md: Inductor's kernel counts with loop reordering on / off (None: the table gives one number).
+# docs/cases.md: Inductor's kernel counts with loop reordering on / off (None: the table gives one number).
 INDUCTOR = {
     "apbt_realize": (1, 2),
     "sum_and_t": (1, 2),
@@ -35,7 +36,7 @@ INDUCTOR = {
     "avgpool_cl": (1, None),
     "avgpool_cl_small": (1, None),
     "apbt": (1, 2),
-    # INDUCTOR.md's table: three_layouts_mean is 3 kernels for Inductor (on and off).
+    # docs/inductor.md's table: three_layouts_mean is 3 kernels for Inductor (on and off).
     "three_layouts_mean": (3, 3),
 }
 # Where fuseopt does better than Inductor, with loop ordering on: (kernels, why).
@@ -139,7 +140,7 @@ def test_refactor_is_proven_a_bijection() -> None:
     sizes=st.lists(st.integers(1, 6), min_size=1, max_size=4),
     data=st.data(),
 )
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_refactor_maps_agree_with_enumeration(sizes: list[int], data: st.DataObject) -> None:
     """Every re-factoring map sends the row-major position to the same position (checked pointwise)."""
     import math

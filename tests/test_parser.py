@@ -55,6 +55,7 @@ from fuseopt.ir.parser import (
 )
 from fuseopt.passes.pipeline import optimize
 from fuseopt.passes.verify import verify
+from tests.sweeps import examples
 
 P = parse_expr_text
 a, b, c, d = Var("a"), Var("b"), Var("c"), Var("d")
@@ -354,7 +355,7 @@ def _nonneg_number(e: Expr) -> bool:
 TREES = st.recursive(st.one_of(CONSTS, NAMES.map(Var)), _extend, max_leaves=25)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(TREES)
 def test_round_trip(e: Expr) -> None:
     text = to_text(e)

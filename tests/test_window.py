@@ -19,6 +19,7 @@ from fuseopt.io.load import load_text
 from fuseopt.ir.expr import Binary, Const, Load, Var
 from fuseopt.passes.pipeline import optimize
 from tests.strategies import WINDOW, check, graph, plan_of, unfused_plan
+from tests.sweeps import examples
 
 CARRIED = re.compile(r"sliding window, (\d+) rows a program, (\d+) of (\d+) row loads carried")
 
@@ -124,7 +125,7 @@ def window_reductions(draw: st.DrawFn) -> tuple[dict[str, Any], int, int]:
     return doc, kh, kw
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(window_reductions())
 def test_random_window_reductions_match_the_reference(case: tuple[dict[str, Any], int, int]) -> None:
     """Unrolled window reductions: each row of the window combined on its own, the rows' partial
@@ -179,7 +180,7 @@ def _expected_counts(offsets: list[tuple[int, int]], step: tuple[int, int]) -> t
     return sum(src[o] in offsets for o in needed) + 1, len(needed) + 1
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40, quick=5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stencils())
 def test_random_stencils_match_the_reference(doc: dict[str, Any]) -> None:
     g = load_text(json.dumps(doc), "stencil.json")
