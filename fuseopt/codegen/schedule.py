@@ -124,7 +124,7 @@ Launch = ComputeLaunch | LibraryLaunch
 @dataclass(frozen=True)
 class Schedule:
     launches: tuple[Launch, ...]
-    materialised: tuple[str, ...]  # non-input buffers to allocate, in graph buffer order
+    materialised: tuple[str, ...]  # non-input buffers to allocate, by name (not the graph's list order)
 
 
 def digits_of(p: Placement, axes: Mapping[str, int]) -> dict[str, Digit | None]:
@@ -205,7 +205,7 @@ def build_schedule(graph: Graph, plan: Plan) -> Schedule:
         for b in node.read_buffers():
             readers.setdefault(b, []).append(node.name)
     materialised: list[str] = []
-    for buf in graph.buffers:
+    for buf in sorted(graph.buffers, key=lambda b: b.name):
         if buf.role == "input":
             continue
         src = writer[buf.name]

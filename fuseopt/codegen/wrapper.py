@@ -180,7 +180,7 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     names = _local_names(graph, [k.name for k in kernels], [w for w, _, _ in workspaces])
 
     body: list[str] = []
-    inputs = graph.inputs
+    inputs = sorted(graph.inputs, key=lambda b: b.name)  # by name: the text ignores buffer list order
     for b in inputs:
         body.append(
             f'{names[b.name]} = _input(inputs, "{ident(b.name)}", {b.storage_size}, {TORCH_DTYPE[b.dtype]})'
@@ -209,7 +209,7 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
             body.append("pdl = _pdl(device)")
             pdl_known = True
         body.extend(line for k in group for line in _launch(k, names))
-    outputs = [b.name for b in graph.outputs]
+    outputs = sorted(b.name for b in graph.outputs)
     extra = [n for n in schedule.materialised if graph.buffer(n).role == "intermediate"]
     body.append("")
     body.append("result = {" + ", ".join(f'"{ident(n)}": {names[n]}' for n in outputs) + "}")
@@ -274,7 +274,7 @@ def _local_names(graph: Graph, kernel_names: list[str], workspaces: list[str]) -
     taken = set(_FIXED_NAMES) | set(kernel_names) | set(HELPERS) | set(dir(builtins))
     taken |= set(keyword.kwlist) | set(keyword.softkwlist)
     out: dict[str, str] = {}
-    for name in [ident(b.name) for b in graph.buffers] + workspaces:
+    for name in sorted(ident(b.name) for b in graph.buffers) + workspaces:
         key = name
         while name in taken:
             name += "_"
