@@ -434,23 +434,30 @@ def _index(col: str, wraps: Sequence[str], max_height: int) -> Expr:
 
 
 def deep_value(
-    col: str, buf: str, depth: int, index: Sequence[str], wraps: Sequence[str], wide: bool, transposed: bool
+    col: str,
+    buf: str,
+    depth: int,
+    index: Sequence[str],
+    wraps: Sequence[str],
+    wide: bool,
+    transposed: bool,
+    max_nodes: int = MAX_NODES,
 ) -> Expr:
     """Exactly `depth` levels: buf[<row> + <index spine>] under value wraps (cycling `wraps`) whose
-    operands, when `wide`, fill the tree up to MAX_NODES nodes."""
+    operands, when `wide`, fill the tree up to `max_nodes` nodes."""
     e: Expr = _at(buf, _index(col, index, depth - 8), transposed=transposed)
     step = 0
     while (h := _height(e)) < depth:
         name = wraps[step % len(wraps)] if h > 6 else "neg"  # operands must stay below the spine
         step += 1
         levels = 0
-        budget = MAX_NODES - _size(e)
+        budget = max_nodes - _size(e)
         # A wrap costs at most its operand + 4 nodes; a plain load is 6.
         while wide and 6 + levels < h and 7 * 2 ** (levels + 1) + 3 + 10 * (depth - h - 1) <= budget:
             levels += 1
         operand = _wide(levels, lambda: _at(buf, Var(col), transposed=transposed))
         e = VALUE_WRAPS[name](e, operand, Var(col))
-    assert _height(e) == depth and _size(e) <= MAX_NODES, (_height(e), _size(e))
+    assert _height(e) == depth and _size(e) <= max_nodes, (_height(e), _size(e))
     return e
 
 
@@ -460,8 +467,8 @@ def deep_graph(
     """Three nodes at the depth limit: a pointwise producer, a reduction and a pointwise consumer
     whose store index is as deep as an index gets."""
 
-    def value(col: str, buf: str, depth: int) -> str:
-        return to_text(deep_value(col, buf, depth, index, wraps, wide, transposed and buf == "buf0"))
+    def value(col: str, buf: str, depth: int, max_nodes: int = MAX_NODES) -> str:
+        return to_text(deep_value(col, buf, depth, index, wraps, wide, transposed and buf == "buf0", max_nodes))
 
     out2 = to_text(_at("out2", _index("i1", store, MAX_DEPTH - 3)))
     buf0 = to_text(_at("buf0", Var("i1"), transposed=transposed))
@@ -479,7 +486,7 @@ def deep_graph(
         "nodes": [
             {"name": "n0", "loops": [["i0", 4], ["i1", COLS]], "store": buf0, "value": value("i1", "x", MAX_DEPTH)},
             {"name": "n1", "loops": [["i0", 4]], "reduce": [["r0", COLS]], "store": "out[i0]",
-             "value": f"sum({value('r0', 'buf0', MAX_DEPTH - 1)})"},
+             "value": f"sum({value('r0', 'buf0', MAX_DEPTH - 1, MAX_NODES - 1)})"},  # sum() is a node
             {"name": "n2", "loops": [["i0", 4], ["i1", COLS]], "store": out2, "value": value("i1", "buf0", MAX_DEPTH)},
         ],
     }  # fmt: skip
