@@ -25,7 +25,7 @@ from fuseopt.cli.main import _register, cli
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.options import Options
-from tests.sweeps import FULL
+from tests.sweeps import FULL, examples
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 SEED = SAMPLES / "jit_aot.yaml"
@@ -262,7 +262,12 @@ def small_graphs(draw: Any) -> str:
     return "format: fuseopt-graph/1\nname: prop\nbuffers:\n" + body + "\nnodes:\n" + "\n".join(nodes) + "\n"
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(300, quick=100),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(text=small_graphs(), seed=st.integers(0, 2**16), size=st.sampled_from([2, 3, 64]))
 def test_stable_plans_ignore_node_and_buffer_order(text: str, seed: int, size: int) -> None:
     g = load_text(text, "prop.yaml")

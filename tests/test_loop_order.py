@@ -140,7 +140,7 @@ def test_refactor_is_proven_a_bijection() -> None:
     sizes=st.lists(st.integers(1, 6), min_size=1, max_size=4),
     data=st.data(),
 )
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60, quick=6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_refactor_maps_agree_with_enumeration(sizes: list[int], data: st.DataObject) -> None:
     """Every re-factoring map sends the row-major position to the same position (checked pointwise)."""
     import math
