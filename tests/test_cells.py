@@ -135,6 +135,7 @@ def test_random_window_reductions_in_register_windows_match_the_reference(
     check(g, unfused_plan(g), CELLS)
 
 
+@pytest.mark.slow  # the random window reductions above take the same path in the quick run
 def test_window_reductions_take_register_windows() -> None:
     """A 3x3 sum written as a reduction over two reduce loops (unrolled): each cell combines its
     nine points in r order (a valid order), the points' loads shared between cells."""

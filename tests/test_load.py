@@ -611,6 +611,7 @@ def test_every_way_of_locating_agrees(data: dict[str, Any]) -> None:
             loader.USE_LIBYAML = loader._CParser is not None
 
 
+@pytest.mark.slow  # a complexity guard: thousands of errors, timed twice
 @pytest.mark.parametrize("where", ["nodes", "buffers"])
 @pytest.mark.parametrize("file", ["many.json", "many.yaml"])
 def test_locating_many_errors_is_linear(file: str, where: str) -> None:
