@@ -34,7 +34,8 @@ from fuseopt.runtime import compare_with_reference
 
 def kernel_for(graph: Graph, name: str, nodes: list[str]) -> Kernel:
     members = [graph.node(n) for n in nodes]
-    head = members[0]
+    library = [n for n in members if isinstance(n, LibraryNode)]
+    head = library[0] if library else members[0]  # a template's epilogue may be listed before it
     if isinstance(head, LibraryNode):
         kind = "template" if head.kind == "template" or len(members) > 1 else "extern"
         return Kernel(name, tuple(nodes), kind, (), (), 0)

@@ -232,12 +232,19 @@ def _lower_kernel(graph: Graph, k: Kernel) -> list[Launch]:
     if not nodes:
         raise CodegenError(f"plan kernel {k.name!r} has no nodes")
     if k.kind in ("extern", "template"):
-        head = nodes[0]
-        if not isinstance(head, LibraryNode):
+        # The library call runs first, then its epilogue; the plan may list an epilogue member that
+        # does not read the call's output before it (stable plans list members by depth and name).
+        library = [n for n in nodes if isinstance(n, LibraryNode)]
+        if len(library) != 1:
+            raise CodegenError(f"{k.kind} kernel {k.name!r} must hold one library node, got {len(library)}")
+        head = library[0]
+        rest = [n for n in nodes if n is not head]
+        fed = sorted({b for n in rest for b in n.outputs} & set(head.read_buffers()))
+        if fed:
             raise CodegenError(
-                f"{k.kind} kernel {k.name!r} must start with its library node, not {head.name!r}"
+                f"{k.kind} kernel {k.name!r}: its library node {head.name!r} reads {fed[0]!r}, which a "
+                "member of the same kernel writes (a prologue)"
             )
-        rest = nodes[1:]
         if k.kind == "extern" and rest:
             raise CodegenError(f"extern kernel {k.name!r} holds one library node, got {len(nodes)} nodes")
         out: list[Launch] = [LibraryLaunch(k.name, head)]
