@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from fuseopt.capture.convert import output_tensors
 from fuseopt.errors import CheckFailed, InputError
 from fuseopt.ir.graph import Graph
 
@@ -95,7 +96,7 @@ class BoundProgram:
         the tolerances `fuseopt run` uses for the buffer behind each."""
         from fuseopt.runtime.compare import value_tolerances
 
-        want = _program_outputs(self.outputs, expected)
+        want = output_tensors(self.outputs, expected)
         if len(got) != len(want):
             raise CheckFailed(f"the program returned {len(got)} tensors, the graph has {len(want)} outputs")
         problems = []
@@ -118,21 +119,6 @@ def _tensors(result: Any) -> list[torch.Tensor]:
     from torch.utils._pytree import tree_leaves
 
     return [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
-
-
-def _program_outputs(specs: Sequence[OutputSpec], storages: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
-    tensors = []
-    for spec in specs:
-        lay = spec.layout
-        if spec.pieces:  # a concatenation: its slices are disjoint buffers of one storage
-            flat = torch.zeros(lay.storage_size, dtype=storages[spec.pieces[0][0]].dtype)
-            for name, offset in spec.pieces:
-                part = storages[name]
-                flat[offset : offset + part.numel()] += part
-        else:
-            flat = storages[spec.buffer]
-        tensors.append(torch.as_strided(flat, lay.shape, lay.stride, lay.offset))
-    return tensors
 
 
 def is_captured(graph: Graph) -> bool:

@@ -16,7 +16,7 @@ FORMAT v1 form, and are expressed as follows:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -610,3 +610,22 @@ def _template_choices(node: Any, name: str) -> list[dict[str, Any]]:
         return sorted(out, key=lambda c: (c["time_us"], c["name"]))
     # Autotuning already picked this template (no timings kept): it is the only choice.
     return [{"name": type(node).__name__, "time_us": 0.0}]
+
+
+def output_tensors(specs: Sequence[OutputSpec], storages: Mapping[str, Any]) -> list[Any]:
+    """A program's outputs as tensors, from `run_graph`'s storages (slices of a concatenation are
+    added into one storage: they do not overlap, and the interpreter zero-fills)."""
+    import torch
+
+    tensors: list[torch.Tensor] = []
+    for spec in specs:
+        lay = spec.layout
+        if spec.pieces:
+            flat = torch.zeros(lay.storage_size, dtype=storages[spec.pieces[0][0]].dtype)
+            for name, offset in spec.pieces:
+                part = storages[name]
+                flat[offset : offset + part.numel()] += part
+        else:
+            flat = storages[spec.buffer]
+        tensors.append(torch.as_strided(flat, lay.shape, lay.stride, lay.offset))
+    return tensors

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fuseopt.capture.body import dtype_of
-from fuseopt.capture.convert import Converter, Draft, Layout, OutputSpec, layout_of, resolve
+from fuseopt.capture.convert import Converter, Draft, Layout, OutputSpec, layout_of, output_tensors, resolve
 from fuseopt.capture.emulate import Emulation, gpu_emulation, has_config
 from fuseopt.capture.errors import CaptureError
 from fuseopt.capture.origins import CallRecord, call_record, input_names, origin_of
@@ -78,20 +78,7 @@ class Capture:
     def program_outputs(self, storages: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
         """The graph's outputs as tensors, from `run_graph`'s storages (slices of a concatenation
         are added into one storage: they do not overlap, and the interpreter zero-fills)."""
-        import torch
-
-        tensors: list[torch.Tensor] = []
-        for spec in self.outputs:
-            lay = spec.layout
-            if spec.pieces:
-                flat = torch.zeros(lay.storage_size, dtype=storages[spec.pieces[0][0]].dtype)
-                for name, offset in spec.pieces:
-                    part = storages[name]
-                    flat[offset : offset + part.numel()] += part
-            else:
-                flat = storages[spec.buffer]
-            tensors.append(torch.as_strided(flat, lay.shape, lay.stride, lay.offset))
-        return tensors
+        return output_tensors(self.outputs, storages)
 
 
 def capture(fn: Callable[..., Any], *example_inputs: Any, name: str | None = None) -> Graph:

@@ -69,4 +69,4 @@ def load_module(target: str, seed: int) -> Any:
             file=path_text,
             code="usage",
         )
-    return module.eval()
+    return module.eval()  # safe: nn.Module.eval() switches off training mode, evaluates no text
