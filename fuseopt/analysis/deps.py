@@ -33,6 +33,7 @@ class MemoryDep:
     # Elements touched: product of the sizes of the variables the index uses (Inductor's get_numel).
     numel: int = field(init=False, compare=False, repr=False)
     _hash: int = field(init=False, compare=False, repr=False)
+    _text: str = field(init=False, compare=False, repr=False, default="")
 
     def __post_init__(self) -> None:
         used = self.used_vars()
@@ -66,7 +67,9 @@ class MemoryDep:
         return " + ".join(parts).replace("+ -", "- ")
 
     def text(self) -> str:
-        return f"{self.buffer}[{self.index_text()}] over {list(self.sizes)}"
+        if not self._text:  # the sort key of every mismatch detail: render once
+            object.__setattr__(self, "_text", f"{self.buffer}[{self.index_text()}] over {list(self.sizes)}")
+        return self._text
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,12 +56,14 @@ class ComputeNode:
     # Derived once (nodes are immutable): sizes and the buffers read, in first-use order.
     numel: int = field(init=False, compare=False, repr=False)
     rnumel: int = field(init=False, compare=False, repr=False)
+    _loads: tuple[Load, ...] = field(init=False, compare=False, repr=False)
     _read_buffers: tuple[str, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "numel", _prod(lv.size for lv in self.loops))
         object.__setattr__(self, "rnumel", _prod(lv.size for lv in self.reduce))
-        object.__setattr__(self, "_read_buffers", tuple(dict.fromkeys(ld.buffer for ld in loads(self.value))))
+        object.__setattr__(self, "_loads", tuple(loads(self.value)))
+        object.__setattr__(self, "_read_buffers", tuple(dict.fromkeys(ld.buffer for ld in self._loads)))
 
     @property
     def output(self) -> str:
@@ -76,8 +78,9 @@ class ComputeNode:
         return self.value.op if isinstance(self.value, Reduce) else None
 
     def reads(self) -> list[Load]:
-        """Every load in the value (including loads inside indices: indirect indexing)."""
-        return loads(self.value)
+        """Every load in the value (including loads inside indices: indirect indexing), in
+        pre-order."""
+        return list(self._loads)
 
     def read_buffers(self) -> tuple[str, ...]:
         return self._read_buffers

@@ -13,8 +13,8 @@ applied greedily, re-checking legality against the groups as they are by then.
 Candidate order is where the two scorings differ: `inductor` walks groups in node-list order (so
 list order reaches decisions, faithfully); `stable` walks them by (dependency depth, name).
 
-Stable scoring at the size cap: when --max-fusion-size rejected a pair or a kernel is full, the
-graph is planned again with chains packed (`_fill_seeds`: each node seeded into its latest
+Stable scoring at the size cap: when --max-fusion-size rejected a pair or a kernel is full, and
+the plan has more kernels than the bound `_fewest_kernels` allows any plan, the graph is planned again with chains packed (`_fill_seeds`: each node seeded into its latest
 producer's kernel in topological order, so a kernel fills to the cap and the next node starts the
 next one), then with nodes stranded beside a full kernel seeded into it (`_stranded`, up to
 MAX_REPLANS times); the plan with the fewest kernels is kept (the first plan on ties).
@@ -123,12 +123,12 @@ class _Recorder:
 
 
 def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> FusionResult:
-    deps: dict[str, NodeDeps] = graph_deps(graph)
+    deps: dict[str, NodeDeps] = graph_deps(graph)  # the state's copy changes as loops transform
     if opts.scoring == "inductor":
         numbers = {name: i for i, name in enumerate(inductor_node_order(graph))}
     else:
         numbers = {n.name: i for i, n in enumerate(graph.nodes)}
-    state = FusionState(graph, deps, numbers, by_name=opts.scoring == "stable")
+    state = FusionState(graph, dict(deps), numbers, by_name=opts.scoring == "stable")
     levels = dag_levels(graph)
     rec = _Recorder(state.label)
     reorders: list[Reorder] = []
@@ -138,12 +138,13 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
     if opts.scoring == "stable":
         stable_fuse(state, opts, levels, rec.reject, rec.decisions, hook, reorders)
         full = any(len(g.members) >= opts.max_fusion_size for g in state.groups.values())
-        if rec.capped or full:
+        if (rec.capped or full) and len(state.groups) > _fewest_kernels(graph, opts):
             # The size cap bound. Plan again with the cap packed (each node seeded into its
             # latest producer's kernel in topological order, a new kernel where that one is
             # full), and then with nodes stranded next to a full kernel seeded into it before it
             # filled up; keep a plan only when it has fewer kernels.
-            state, rec, reorders = _replan_at_cap(graph, opts, levels, numbers, hook, (state, rec, reorders))
+            first = (state, rec, reorders)
+            state, rec, reorders = _replan_at_cap(graph, deps, opts, levels, numbers, hook, first)
         state.verdicts.clear()  # _stranded asked under another size cap
     else:
         rounds = 0
@@ -170,11 +171,20 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
 
 MAX_REPLANS = 3
 
+
+def _fewest_kernels(graph: Graph, opts: Options) -> int:
+    """A lower bound on the kernels of any plan: every extern node alone, every other kernel at
+    most --max-fusion-size nodes. A plan that meets it cannot be beaten by replanning."""
+    externs = sum(1 for n in graph.nodes if n.kind == "extern")
+    rest = len(graph.nodes) - externs
+    return externs + -(-rest // opts.max_fusion_size)
+
 Planned = tuple[FusionState, _Recorder, list[Reorder]]
 
 
 def _replan_at_cap(
     graph: Graph,
+    deps: dict[str, NodeDeps],
     opts: Options,
     levels: dict[str, int],
     numbers: dict[str, int],
@@ -187,7 +197,7 @@ def _replan_at_cap(
     base: tuple[tuple[str, str], ...] = ()
 
     def plan(seeds: tuple[tuple[str, str], ...]) -> Planned:
-        again = FusionState(graph, graph_deps(graph), numbers, by_name=True)
+        again = FusionState(graph, dict(deps), numbers, by_name=True)
         again_rec = _Recorder(again.label)
         again_reorders: list[Reorder] = []
         stable_fuse(again, opts, levels, again_rec.reject, again_rec.decisions, hook, again_reorders, seeds)

@@ -119,9 +119,10 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     """Can g1 and g2 become one kernel? (Either order; the earlier group is the producer side.)
 
     Verdicts are cached until either group changes: a rejection that depends only on the two
-    groups (`intrinsic`) as it is, and an acceptance with its cycle check redone -- fusions
-    elsewhere only ever add paths, so a new path between the two is the one thing that can turn
-    an accepted pair into a rejected one.
+    groups (`intrinsic`) as it is, a cycle, and an acceptance with its cycle check redone --
+    fusions elsewhere only ever add paths (contracting two groups keeps every path through
+    either), so a cycle stays a cycle, and a new path between the two is the one thing that can
+    turn an accepted pair into a rejected one.
     """
     if g1.gid == g2.gid:
         return Verdict.no("same_kernel", "already in one kernel")
@@ -136,7 +137,7 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     if not state.before(g1, g2):
         g1, g2 = g2, g1
     v = _check(state, g1, g2, opts)
-    if v.intrinsic or v.ok:
+    if v.intrinsic or v.ok or v.reason == "would_create_cycle":
         # one entry per pair of groups, for their latest versions (a pair's older verdicts are
         # never asked for again, or recomputed alike after a rolled-back transformation)
         state.verdicts[(lo.gid, hi.gid)] = (versions, v)

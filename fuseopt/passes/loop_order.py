@@ -277,7 +277,7 @@ def _access_indices(node: ComputeNode, buffer: str) -> list[tuple[Load, bool]]:
     out: list[tuple[Load, bool]] = []
     if node.store.buffer == buffer:
         out.append((node.store, True))
-    out.extend((ld, False) for ld in walk(node.value) if isinstance(ld, Load) and ld.buffer == buffer)
+    out.extend((ld, False) for ld in node.reads() if ld.buffer == buffer)
     return out
 
 
