@@ -4,7 +4,7 @@ generate their Triton code.
     python benchmarks/bench_plan.py [--sizes 1000,2000,5000,10000] [--scoring stable] [--no-emit]
                                     [--save]
 
-Graphs come from benchmarks/graphgen.py (blocks of pointwise chains, transposed layouts, row
+Graphs come from tests/fixtures/graphgen.py (blocks of pointwise chains, transposed layouts, row
 reductions with epilogues and broadcasts, siblings). Load time is measured apart from planning,
 and code generation (`emit_module` of the plan, what `fuseopt optimize` writes as kernels.py)
 apart from both. Peak memory is the process's maximum resident set (ru_maxrss) after each size,
@@ -29,11 +29,11 @@ from rich.progress import Progress
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.graphgen import make_graph  # noqa: E402
 from fuseopt.codegen import emit_module  # noqa: E402
 from fuseopt.io.load import load_text  # noqa: E402
 from fuseopt.passes.options import Options  # noqa: E402
 from fuseopt.passes.pipeline import optimize  # noqa: E402
+from tests.fixtures.graphgen import make_graph  # noqa: E402
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ graphs, per graph family and size, and the kernel counts of issue #23's captured
     python benchmarks/planner.py [--sizes 1000,2000,5000,10000] [--families graphgen,transposed,mixed]
                                  [--cli] [--probe FILE ...] [--save]
 
-Families are benchmarks/graphgen.py's `FAMILIES` (graphgen: blocks of mixed work; transposed: a
+Families are tests/fixtures/graphgen.py's `FAMILIES` (graphgen: blocks of mixed work; transposed: a
 chain where nearly every pair needs a loop permutation, reductions every 3 to 5 nodes; mixed: both).
 Each (family, size) runs in a fresh process: the graph's JSON text is loaded (`load_text`),
 planned (`optimize`, default options) and the plan serialised to JSON text; wall and CPU seconds of
@@ -48,10 +48,10 @@ def _since(t: tuple[float, float]) -> dict[str, float]:
 
 def measure_one(family: str, n: int) -> dict[str, Any]:
     """In this process: generate, then load + plan + plan JSON, timed step by step."""
-    from benchmarks.graphgen import FAMILIES
     from fuseopt.io.load import load_text
     from fuseopt.passes.options import Options
     from fuseopt.passes.pipeline import optimize
+    from tests.fixtures.graphgen import FAMILIES
 
     text = json.dumps(FAMILIES[family](n, 0))
     t = _clock()
@@ -79,7 +79,7 @@ def measure_one(family: str, n: int) -> dict[str, Any]:
 
 def measure_cli(family: str, n: int) -> dict[str, Any]:
     """`fuseopt optimize` as a child process on the family's graph file."""
-    from benchmarks.graphgen import FAMILIES
+    from tests.fixtures.graphgen import FAMILIES
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"{family}_{n}.json")

@@ -3,7 +3,7 @@
     python benchmarks/run_gpu.py [--small] [--only apbt,tsum] [--out DIR] [--check-samples]
                                  [--graphs captured|handwritten]
 
-For each workload (captured from benchmarks/programs.py by default): fuseopt's plan vs the
+For each workload (captured from tests/fixtures/programs.py by default): fuseopt's plan vs the
 unfused plan vs torch eager vs torch.compile (Inductor) of the same program, each checked against
 the reference interpreter before it is timed, plus the device's copy and read bandwidths measured
 in the same run (a 1 GiB copy, and a copy of each workload's own byte count). Writes <DIR>/<date>-<device>.json, the device named without its vendor
@@ -38,8 +38,8 @@ def main() -> None:
         "--graphs",
         choices=("captured", "handwritten"),
         default="captured",
-        help="captured: benchmarks/programs.py through fuseopt.capture (default); "
-        "handwritten: benchmarks/workloads.py",
+        help="captured: tests/fixtures/programs.py through fuseopt.capture (default); "
+        "handwritten: tests/fixtures/workloads.py",
     )
     args = ap.parse_args()
     import torch
@@ -51,8 +51,6 @@ def main() -> None:
     from rich.console import Console
     from rich.progress import Progress
 
-    from benchmarks.programs import captured
-    from benchmarks.workloads import FULL, SMALL, WORKLOADS
     from fuseopt.bench.harness import (
         _do_bench,
         bench_graph,
@@ -61,6 +59,8 @@ def main() -> None:
         read_bandwidth_gbps,
     )
     from fuseopt.io.load import load_graph, load_text
+    from tests.fixtures.programs import captured
+    from tests.fixtures.workloads import FULL, SMALL, WORKLOADS
 
     console = Console(stderr=True)
     sizes = SMALL if (args.small or interpret) else FULL

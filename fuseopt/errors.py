@@ -16,7 +16,7 @@ EXIT_BAD_INPUT = 2
 EXIT_NO_GPU = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Span:
     """Half-open character range [start, end) inside one expression string."""
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from benchmarks.workloads import SMALL, WORKLOADS
 from fuseopt.bench.harness import bench_graph, io_bytes
 from fuseopt.cli.main import _register, cli
 from fuseopt.io.load import load_text
+from tests.fixtures.workloads import SMALL, WORKLOADS
 from tests.planning import ROOT
 
 _register()
@@ -39,11 +39,13 @@ def test_bench_without_gpu_exits_3() -> None:
 def test_bench_on_the_gpu_checks_times_and_targets_its_multiprocessors() -> None:
     """On a GPU: every variant checked and timed; the kernels generated for its multiprocessors."""
     from fuseopt.io.load import load_graph
+    from fuseopt.targets import detect
 
     graph = load_graph(os.path.join(ROOT, "samples", "layernorm_t.yaml"))
     res = bench_graph(graph, None, rep=20, warmup=5, with_compile=False)
     assert res["ok"], [v["error"] for v in res["variants"]]
     assert res["multiprocessors"] == torch.cuda.get_device_properties(0).multi_processor_count
+    assert res["target"] == detect().name  # type: ignore[union-attr]
     by = {v["name"]: v for v in res["variants"]}
     assert by["fuseopt"]["ms"] > 0 and by["fuseopt"]["gbps"] > 0 and res["speedups"]["vs_unfused"] > 0
 
@@ -60,15 +62,15 @@ def test_bench_interpret_checks_all_variants(tmp_path: os.PathLike[str]) -> None
     assert r["ok"] and [v["name"] for v in r["variants"]] == ["fuseopt", "unfused", "eager"]
     assert r["baseline"] == "rendered"  # no source program: eager runs a torch rendering
     assert r["kernels"] == {"fuseopt": 1, "unfused": 3}
-    assert r["multiprocessors"] == 132  # the interpreter: generated for the default target
+    assert r["multiprocessors"] == 132 and r["target"] == "h200"  # the interpreter: the default target
 
 
 @interpreter_only
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_captured_workloads_check_on_the_cpu(name: str) -> None:
-    """benchmarks/programs.py: each program captured (small), planned as the hand-written
+    """tests/fixtures/programs.py: each program captured (small), planned as the hand-written
     workload is, and every variant checked against the reference."""
-    from benchmarks.programs import PROGRAMS, captured
+    from tests.fixtures.programs import PROGRAMS, captured
 
     assert set(PROGRAMS) == set(WORKLOADS)
     graph, program = captured(name, small=True)

@@ -151,7 +151,7 @@ def test_window_reductions_take_register_windows() -> None:
 
 def _captured_pool(h: int, w: int) -> Any:
     import fuseopt
-    from benchmarks.programs import avgpool_cl
+    from tests.fixtures.programs import avgpool_cl
 
     x = torch.empty((2, 64, h, w), dtype=torch.bfloat16).to(memory_format=torch.channels_last)
     return optimize(fuseopt.capture(avgpool_cl, x))

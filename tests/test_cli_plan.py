@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 from click.testing import CliRunner
 
@@ -52,8 +53,32 @@ def test_optimize_writes_plan_json(tmp_path: os.PathLike[str]) -> None:
         assert json.load(f)["metrics"]["bytes"] == 25165824
 
 
+def test_optimize_imports_neither_torch_nor_the_emitter_it_does_not_use(tmp_path: os.PathLike[str]) -> None:
+    """torch alone took a second to import: `fuseopt optimize --emit none` never needs it, nor the
+    code generator, nor numpy; kernels for a graph without library calls do not need torch."""
+    out = os.path.join(str(tmp_path), "out")
+    code = f"""
+import sys
+from fuseopt.cli.main import main
+
+def optimize(*args):
+    sys.argv = ["fuseopt", "optimize", {APBT!r}, "-o", {out!r}, *args]
+    try:
+        main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+
+optimize("--format", "json", "--emit", "none")
+heavy = {{"torch", "triton", "numpy", "fuseopt.codegen.tiling", "fuseopt.report.html"}} & set(sys.modules)
+assert not heavy, heavy
+optimize()
+assert "torch" not in sys.modules and "fuseopt.codegen.kernel" in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=ROOT)
+
+
 def test_optimize_generates_for_the_given_multiprocessors(tmp_path: os.PathLike[str]) -> None:
-    from benchmarks.workloads import FULL, WORKLOADS
+    from tests.fixtures.workloads import FULL, WORKLOADS
 
     doc, _ = WORKLOADS["tsum"](**FULL["tsum"])
     path = os.path.join(str(tmp_path), "tsum.json")

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fuseopt.report.plan_text as plan_text
-from benchmarks.graphgen import make_graph
 from fuseopt.cli.main import _register, cli
 from fuseopt.report.words import clip, order_difference, plural
+from tests.fixtures.graphgen import make_graph
 
 
 @pytest.mark.slow

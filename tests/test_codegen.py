@@ -346,16 +346,15 @@ nodes:
     assert "xindex // 16" in src
 
 
-def test_2d_tile_without_room_on_the_grid_flattens_its_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_2d_tile_without_room_on_the_grid_flattens_its_tiles() -> None:
     """More y tiles than the grid's second dimension takes: one flat program id, split into
-    (y tile, x tile) in the kernel. Forced here by lowering the limit."""
-    import fuseopt.codegen.tiling as tiling
+    (y tile, x tile) in the kernel. Forced here by a target whose grid takes one."""
+    from fuseopt.targets import H200
 
     g = graph(POOL_CL)
     plan = plan_of(g, [["n0", "n1"]])
     assert "tl.program_id(1)" in check(g, plan, UNROLLED)
-    monkeypatch.setattr(tiling, "GRID_Y_MAX", 1)
-    src = check(g, plan, UNROLLED)
+    src = check(g, plan, dataclasses.replace(UNROLLED, target=dataclasses.replace(H200, max_grid_y=1)))
     assert "tl.program_id(1)" not in src and "(pid // xtiles)" in src
     assert "[(26,)](x, out, 50, 16, YBLOCK=4, XBLOCK=8, num_warps=1)" in src  # 13 y x 2 x tiles
 
@@ -547,62 +546,6 @@ def test_split_kernels_use_grid_dependency_control() -> None:
     assert "rsplit" not in src and "PDL" not in src and "pdl" not in src
 
 
-def test_workload_launches_at_full_size() -> None:
-    """The launch shapes tuned on the H200 (benchmarks/results), checked without running."""
-    import json
-
-    from benchmarks.workloads import FULL, WORKLOADS
-    from fuseopt.io.load import load_text
-
-    def source(name: str) -> str:
-        doc, _ = WORKLOADS[name](**FULL[name])
-        st = optimize(load_text(json.dumps(doc), f"{name}.json"))
-        return emit_module(st.graph, st.plan)
-
-    # outer reduction over 8192 columns: 256 x tiles, 16 chunks of 256 points, one R0_BLOCK each
-    tlm = source("three_layouts_mean")
-    assert "[(256, 16)](" in tlm and "XBLOCK=32, R0_BLOCK=256, num_warps=8" in tlm
-    assert "range(rsplit * 256, (rsplit + 1) * 256, R0_BLOCK)" in tlm
-    tsum = source("tsum")  # 128 x tiles, 16 chunks of 512 points, two R0_BLOCKs each
-    assert "[(128, 16)](" in tsum and "XBLOCK=32, R0_BLOCK=256, num_warps=8, PDL=pdl" in tsum
-    # the finishing kernels: 128 programs, one warp per 512 partials, launched dependent on the
-    # partial kernel where the GPU has grid dependency control
-    finish = "XBLOCK=32, R0_BLOCK=16, num_warps=1, PDL=pdl, launch_pdl=pdl"
-    one_line = re.sub(r"\s*\n\s*", " ", tsum).replace("( ", "(").replace(" )", ")")  # launches unwrapped
-    assert f"[(128,)](ws_n0, out, 4096, 16, {finish})" in one_line
-    assert (
-        "[(128,)](" in tlm and "8192, 16, XBLOCK=64, R0_BLOCK=16, num_warps=2, PDL=pdl, launch_pdl=pdl" in tlm
-    )
-    # tsum only reads: its loads stream (evict_first); three_layouts_mean also stores s
-    assert tsum.count('eviction_policy="evict_first"') == 2 and "eviction_policy" not in tlm
-    apbt = source("apbt")  # 2D tile on a 2D grid, loads kept in L2
-    assert "[(64, 64)](x, y, out, 4096, 8192, YBLOCK=64, XBLOCK=128, num_warps=4)" in apbt
-    assert apbt.count('eviction_policy="evict_last"') == 2
-    # persistent, transposed (the input contiguous along x), two reductions: all 1024 columns of
-    # 32 rows in registers, split over a cluster of two programs of 4 warps (128 a thread); where
-    # clusters are missing, one program of 32 rows and 8 warps; not split
-    ln = source("layernorm_t")
-    assert "rsplit" not in ln and "if _clusters(device):" in ln
-    assert "[(1024,)](" in ln and "XBLOCK=32, R0_BLOCK=1024, num_warps=4, num_ctas=2" in ln
-    assert ln.count("[(1024,)](") == 2 and "XBLOCK=32, R0_BLOCK=1024, num_warps=8\n" in ln
-    # an exp at every point: the same cluster; without clusters 16 rows with 4 warps. The bias
-    # (indexed by r alone) does not outweigh the input
-    sm = source("softmax_bias_t")
-    assert "[(1024,)](" in sm and "XBLOCK=32, R0_BLOCK=1024, num_warps=4, num_ctas=2" in sm
-    assert "[(2048,)](" in sm and "XBLOCK=16, R0_BLOCK=1024, num_warps=4\n" in sm
-    assert "tl.reduce(tmp2, 1, _max_propagate)" in sm  # one NaN-propagating reduction for the max
-    # register window: 5 image rows x 5 columns of 192 channels a program, 64 channels a slice
-    # (3 slices x 7 column chunks, 896 bands of rows), one warp; the sliding window without it
-    pool = source("avgpool_cl")
-    assert "register window, 5 x 5 cells, 49 loads for 225" in pool and "pid // (192 // XBLOCK)" in pool
-    assert "[(21, 896)](" in pool and "YBLOCK=5, XBLOCK=64, num_warps=1" in pool
-    doc, _ = WORKLOADS["avgpool_cl"](**FULL["avgpool_cl"])
-    st = optimize(load_text(json.dumps(doc), "avgpool_cl.json"))
-    walk = emit_module(st.graph, st.plan, options=CodegenOptions(window_cells=0))
-    assert "sliding window, 7 rows a program, 6 of 9 row loads carried" in walk
-    assert "[(7, 640)](" in walk and "YBLOCK=7, XBLOCK=1024, num_warps=4" in walk
-
-
 def test_split_grids_follow_the_target_multiprocessors() -> None:
     """Split reductions aim at 16 programs a multiprocessor of the GPU generated for: tsum's 128 x
     tiles take 16 chunks on an H200 (132), 8 on a GPU of 64 and none on a GPU of 8 (128 programs
@@ -610,8 +553,8 @@ def test_split_grids_follow_the_target_multiprocessors() -> None:
     reductions size their grids by the multiprocessors too."""
     import json
 
-    from benchmarks.workloads import FULL, WORKLOADS
     from fuseopt.io.load import load_text
+    from tests.fixtures.workloads import FULL, WORKLOADS
 
     doc, _ = WORKLOADS["tsum"](**FULL["tsum"])
     st = optimize(load_text(json.dumps(doc), "tsum.json"))
@@ -1256,7 +1199,7 @@ def test_captured_pool_divisor_folds_to_a_literal() -> None:
     """Inductor's avg_pool2d lowering computes the window's divisor per element with minimums;
     over the loop ranges they fold and the polynomial is 9, so the kernel multiplies by float32(1/9)
     (a division by a literal becomes a product with its reciprocal)."""
-    from benchmarks.programs import captured
+    from tests.fixtures.programs import captured
 
     g, _ = captured("avgpool_cl", small=True)
     assert "minimum" in str(g.nodes[0].value)
@@ -1274,8 +1217,8 @@ def test_fused_read_through_a_flattened_segment() -> None:
     fused plans of benchmarks/graphgen.py graphs whose blocks are not square.)"""
     import json
 
-    from benchmarks.graphgen import make_graph
     from fuseopt.io.load import load_text
+    from tests.fixtures.graphgen import make_graph
 
     for rows, cols in ((4, 8), (8, 4), (2, 6)):
         g = load_text(json.dumps(make_graph(24, 1, rows=rows, cols=cols)), "g.json")

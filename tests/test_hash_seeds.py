@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 import fuseopt
-from benchmarks.graphgen import make_graph
 from fuseopt.aot.determinism import permuted
 from fuseopt.io.load import load_text
 from fuseopt.ir.serialize import dump_json
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
+from tests.fixtures.graphgen import make_graph
 
 # The bootstrap of fuseopt.aot.determinism (`fuseopt_command`): drop -c's cwd entry, put the
 # directory holding this process's fuseopt first; then plan every file named on the command line

@@ -299,7 +299,7 @@ def _verdict(dom: str) -> dict[str, Any]:
 
 
 def _synthetic_200() -> Graph:
-    from benchmarks.graphgen import make_graph
+    from tests.fixtures.graphgen import make_graph
 
     return load_text(json.dumps(make_graph(200, seed=3)), "synthetic_200.json")
 

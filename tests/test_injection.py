@@ -44,6 +44,7 @@ from fuseopt.io.load import load_text
 from fuseopt.ir import models
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import initial_stage, optimize
+from fuseopt.report.escaping import json_text
 
 _register()
 
@@ -465,6 +466,40 @@ def test_plan_json_keeps_input_text_writable(tmp_path: Path) -> None:
     assert all(not _surrogate(s) for s in _every_string(plan))
     res = CliRunner().invoke(cli, ["optimize", str(path), "--format", "json"])
     assert res.exit_code == 0 and json.loads(res.output)["graph"] == "hostile"
+
+
+_PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PLAIN, st.sampled_from([2, 0, 4, None]))
+def test_json_text_is_json_dumps_with_surrogates_escaped(obj: Any, indent: int | None) -> None:
+    """json_text indents plain data itself (json.dumps indents in pure Python, slowly): the text
+    must be json.dumps's to the byte, non-finite floats and surrogates included."""
+    want = json.dumps(obj, indent=indent, ensure_ascii=False)
+    want = "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in want)
+    assert json_text(obj, indent=indent) == want
+
+
+def test_json_text_leaves_other_values_to_json_dumps() -> None:
+    class Level(int):
+        pass
+
+    assert json_text({"a": [Level(3), {1: True}]}) == json.dumps({"a": [3, {"1": True}]}, indent=2)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json_text({"a": {1, 2}})
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        json_text(loop)
 
 
 def test_graph_file_with_an_undecodable_name(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ SCHEMA_OF = {
     "check-determinism": "determinism",
     "ci": "ci",
     "reduce": "reduce",
+    "targets": "targets",
 }
 NOT_HERE = {"bench"}
 
@@ -80,6 +81,8 @@ CASES = [
     ),
     ("ci", [str(SAMPLES / "apbt.yaml"), "--jobs", "1"], (0,)),
     ("ci", [str(SAMPLES / "jit_aot.yaml"), "--jobs", "1", "--scoring", "inductor"], (1,)),
+    ("targets", [], (0,)),
+    ("targets", ["a100", "--detect"], (0,)),
 ]
 
 

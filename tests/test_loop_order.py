@@ -234,7 +234,7 @@ def test_permuting_input_loops_keeps_kernels_and_bytes(path: str) -> None:
 @given(seed=st.integers(0, 10**6), n=st.integers(2, 40))
 @settings(max_examples=25, deadline=None)
 def test_random_graphs_plan_verify_and_keep_values(seed: int, n: int) -> None:
-    from benchmarks.graphgen import make_graph
+    from tests.fixtures.graphgen import make_graph
 
     g = load_text(json.dumps(make_graph(n, seed=seed, rows=4, cols=8)), "g.json")
     for opts in ({}, {"scoring": "inductor"}, {"loop_order": False}):

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import pickle
 import signal
 import sys
 import time
@@ -21,6 +23,7 @@ from fuseopt.codegen import emit_module
 from fuseopt.errors import ExprError, FuseoptError, Span
 from fuseopt.interp import make_inputs, run_graph
 from fuseopt.io.load import load_text
+from fuseopt.ir import parser as parser_module
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import (
     BINARY_FUNCS,
@@ -275,6 +278,65 @@ def test_parse_is_deterministic_and_cached_trees_are_equal() -> None:
     t = "masked((h + r0//3 - 1 >= 0) & (h + r0//3 - 1 < 35), x[c + 64*(w + r0%3 - 1)], 0.0)"
     assert P(t) == P(t)
     assert [n.span for n in walk(P(t))] == [n.span for n in walk(P(t))]
+
+
+def _outcome(text: str) -> object:
+    """All that a parse gives: every node with its span, or the error with its span."""
+    try:
+        e = _Parser(text).parse()
+    except ExprError as err:
+        return (err.message, err.span, err.diagnostics[0].code)
+    return [(n, n.span) for n in walk(e)]
+
+
+def test_equal_indices_at_equal_offsets_share_one_tree() -> None:
+    a, b = parse_store("b1[128*i0 + i1]"), parse_store("b2[128*i0 + i1]")
+    assert a.index is b.index  # the same tokens at the same positions: the same spans
+    c = parse_store("b10[128*i0 + i1]")
+    assert c.index == a.index and c.index is not a.index and c.index.span == Span(4, 15)
+
+
+def test_shared_indices_count_against_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kept index tree adds the nodes and the nesting that parsing it again would: every text
+    gives what it gives with nothing kept, at the limits too."""
+    monkeypatch.setattr(parser_module, "MAX_NODES", 7)
+    monkeypatch.setattr(parser_module, "MAX_NESTING", 6)
+    texts = [
+        "aaaaa+x[i0 + i0]",  # 6 nodes
+        "a+a+a+x[i0 + i0]",  # over the limit inside the brackets
+        "aaa+x[i0 + i0]",
+        "a+a+x[i0 + i0]",  # over the limit after them
+        "aa+x[((i0))]",  # 5 levels
+        "(((x[((i0))])))",  # over the nesting limit inside the brackets
+        "x[y[i0]]",
+        "x[i0 i1]",
+        "x[i0 + ]",
+        "x[i0",
+    ]
+    cold = []
+    for t in texts:
+        parser_module._INDICES.clear()
+        cold.append(_outcome(t))
+    for t in texts:
+        _outcome(t)  # every index of every text kept
+    assert [_outcome(t) for t in texts] == cold
+    errors = [o[0] for o in cold if isinstance(o, tuple)]
+    assert sum("more than 7 nodes" in m for m in errors) == 2
+    assert sum("nest deeper than 6 levels" in m for m in errors) == 1
+
+
+def test_a_node_hashes_its_compared_fields_once() -> None:
+    e = P("x[128*i0 + i1] * 2 + where(a < b, 1.5, -inf) + sum(cast(y[r0], int32))")
+    for n in walk(e):
+        compared = tuple(getattr(n, f.name) for f in dataclasses.fields(n) if f.compare)
+        assert hash(n) == hash(compared) == hash(n)  # the dataclass's hash, kept
+    moved = dataclasses.replace(e, span=Span(1, 2))
+    typed = dataclasses.replace(e, dtype=DType.float32)
+    assert moved == e and hash(moved) == hash(e)
+    assert typed != e and hash(typed) == hash((DType.float32, *[getattr(e, k) for k in ("op", "a", "b")]))
+    again = pickle.loads(pickle.dumps(e))
+    assert again == e and hash(again) == hash(e)
+    assert [n.span for n in walk(again)] == [n.span for n in walk(e)]
 
 
 # -- fuzzing: untrusted text raises FuseoptError or parses ------------------------------------------

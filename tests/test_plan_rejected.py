@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from benchmarks.graphgen import make_graph
 from fuseopt.io.load import load_text
 from fuseopt.passes.explain import explain
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import Stage, optimize
 from fuseopt.plan import SUMMARY_EXAMPLES, Plan, kernel_rejections, rejected_summary
+from tests.fixtures.graphgen import make_graph
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "plan.schema.json").read_text())
 

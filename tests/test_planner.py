@@ -176,7 +176,7 @@ def test_verify_catches_broken_plans() -> None:
 def test_saved_bytes_equals_kernel_bytes_difference(seed: int) -> None:
     import random
 
-    from benchmarks.graphgen import make_graph
+    from tests.fixtures.graphgen import make_graph
 
     g = load_text(json.dumps(make_graph(120, seed=seed, rows=4, cols=8)), "g.json")
     table = AccessTable(g)
@@ -197,9 +197,9 @@ def test_reachability_matches_a_search_of_the_group_graph(seed: int) -> None:
     fusion of a random sequence (fusions that would close a cycle are refused, as the planner does)."""
     import random
 
-    from benchmarks.graphgen import make_graph
     from fuseopt.analysis.deps import graph_deps
     from fuseopt.passes.fusion_state import FusionState
+    from tests.fixtures.graphgen import make_graph
 
     g = load_text(json.dumps(make_graph(120, seed=seed, rows=4, cols=8)), "g.json")
     state = FusionState(g, graph_deps(g), {n.name: i for i, n in enumerate(g.nodes)})
@@ -234,9 +234,9 @@ def test_reach_keeps_a_topological_order_through_fusions(seed: int) -> None:
     (a search inside the window between two groups) agrees with a plain search."""
     import random
 
-    from benchmarks.graphgen import make_graph
     from fuseopt.analysis.deps import graph_deps
     from fuseopt.passes.fusion_state import FusionState
+    from tests.fixtures.graphgen import make_graph
 
     g = load_text(json.dumps(make_graph(150, seed=seed, rows=4, cols=8)), "g.json")
     state = FusionState(g, graph_deps(g), {n.name: i for i, n in enumerate(g.nodes)})

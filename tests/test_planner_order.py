@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.graphgen import make_graph
 from fuseopt.aot.determinism import permuted
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.explain import explain
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
+from tests.fixtures.graphgen import make_graph
 
 CAPTURED = Path(__file__).resolve().parent / "golden" / "captured"
 

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.graphgen import make_graph, make_mixed, make_transposed
 from fuseopt.aot.determinism import permuted
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.legality import check_fusion
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import Stage, optimize
+from tests.fixtures.graphgen import make_graph, make_mixed, make_transposed
 
 CAPTURED = Path(__file__).resolve().parent / "golden" / "captured"
 PROBES = [
@@ -114,3 +114,29 @@ def test_packed_plans_are_byte_identical_under_permutations(seed: int, n: int, s
     ref = plan_json(g)
     for i in range(2):
         assert plan_json(permuted(g, random.Random(perm * 5 + i))) == ref
+
+
+@pytest.mark.parametrize(("n", "size"), [(128, 64), (40, 8), (9, 4)])
+def test_a_plan_at_the_kernel_count_bound_is_not_planned_again(
+    n: int, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain of n nodes packs into ceil(n / cap) kernels on the first plan: no other plan can have
+    fewer (`fusion._fewest_kernels`), so the replanning at the cap is skipped."""
+    from fuseopt.passes import fusion
+
+    nodes = "\n".join(
+        f"  - {{name: n{k:03d}, loops: [[i, 4]], store: 't{k}[i]', value: '{f't{k - 1}' if k else 'x'}[i] + 1'}}"
+        for k in range(n)
+    )
+    bufs = "\n".join(f"  t{k}: {{shape: [4], dtype: float32{', role: output' if k == n - 1 else ''}}}" for k in range(n))
+    g = load_text(
+        f"format: fuseopt-graph/1\nname: chain\nbuffers:\n  x: {{shape: [4], dtype: float32, role: input}}\n{bufs}\n"
+        f"nodes:\n{nodes}\n",
+        "chain.yaml",
+    )
+    calls: list[int] = []
+    real = fusion.stable_fuse
+    monkeypatch.setattr(fusion, "stable_fuse", lambda *a, **k: calls.append(1) or real(*a, **k))
+    plan = optimize(g, Options(max_fusion_size=size)).plan
+    assert len(plan.kernels) == -(-n // size) == fusion._fewest_kernels(g, Options(max_fusion_size=size))
+    assert len(calls) == 1

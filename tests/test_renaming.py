@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from benchmarks.graphgen import make_graph
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.serialize import graph_to_dict
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
 from fuseopt.plan import Plan
+from tests.fixtures.graphgen import make_graph
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 CAPTURED = Path(__file__).resolve().parent / "golden" / "captured"

@@ -266,7 +266,7 @@ def test_windows_off_by_option() -> None:
 def test_unrolled_pooling_window_and_bands_aligned_to_the_image() -> None:
     """avg_pool2d as a 9-point reduction (unrolled): walked over h in bands that divide H, so a band
     never runs from one image into the next."""
-    from benchmarks.workloads import WORKLOADS
+    from tests.fixtures.workloads import WORKLOADS
 
     for h, band in ((6, 6), (7, 7), (4, 4), (9, 3)):
         doc, _ = WORKLOADS["avgpool_cl"](n=2, c=4, h=h, w=3)
@@ -324,8 +324,8 @@ def test_window_source_is_deterministic() -> None:
 
 def test_window_autotune_configs() -> None:
     """--autotune: the band and tile vary over whole bands that divide the rows' period."""
-    from benchmarks.workloads import WORKLOADS
     from fuseopt.runtime.module import load_module
+    from tests.fixtures.workloads import WORKLOADS
 
     doc, _ = WORKLOADS["avgpool_cl"](n=2, c=8, h=6, w=5)
     stage = optimize(load_text(json.dumps(doc), "pool.json"))

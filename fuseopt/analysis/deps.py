@@ -100,13 +100,20 @@ class NodeDeps:
 
 def canonical_dep(buffer: str, index: Expr, loops: Sequence[LoopVar], *, merge: bool = True) -> Dep:
     """The canonical MemoryDep of `buffer[index]` over `loops` (outer first)."""
-    return _canonical(buffer, index, tuple(loops), merge)
+    form = _canonical(index, tuple(loops), merge)
+    return StarDep(buffer) if form is None else MemoryDep(buffer, *form)
+
+
+# (terms, const, sizes) of a MemoryDep, or None for an indirect index (a StarDep)
+_Form = tuple[tuple[tuple[str, int], ...], int, tuple[int, ...]]
 
 
 @lru_cache(maxsize=65536)
-def _canonical(buffer: str, index: Expr, loops: tuple[LoopVar, ...], merge: bool) -> Dep:
+def _canonical(index: Expr, loops: tuple[LoopVar, ...], merge: bool) -> _Form | None:
+    """The canonical form of an index over loops, whatever buffer it addresses (the nodes of a
+    graph repeat a few access patterns over many buffers)."""
     if any(isinstance(n, Load) for n in walk(index)):
-        return StarDep(buffer)
+        return None
     # The index in normal form over its loop variables (`index_form`: each variable its own
     # base), so that equal functions compare equal: `16*(v % 6) + 96*(v // 6)` is `16*v`,
     # `v % 1` is 0, nested // and % are one digit. Size-1 loops are dropped (0 everywhere).
@@ -163,7 +170,7 @@ def _canonical(buffer: str, index: Expr, loops: tuple[LoopVar, ...], merge: bool
         for a, k in again.atoms:
             terms[a] = terms.get(a, 0) + k
     sorted_terms = tuple(sorted(((n, k) for n, k in terms.items() if k != 0), key=_term_key))
-    return MemoryDep(buffer, sorted_terms, form.const, tuple(size for _, size, _ in dims))
+    return sorted_terms, form.const, tuple(size for _, size, _ in dims)
 
 
 def _term_key(t: tuple[str, int]) -> tuple[int, int, str]:

@@ -25,6 +25,7 @@ from fuseopt.interp.limits import DEFAULT_LIMITS, Limits
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import initial_stage, optimize
+from fuseopt.targets import DEFAULT, Target, from_properties
 
 Program = Callable[[Mapping[str, torch.Tensor]], dict[str, torch.Tensor]]
 
@@ -131,6 +132,7 @@ def bench_graph(
     kernels_top: int = 0,
     limits: Limits | None = DEFAULT_LIMITS,
     with_unfused: bool = True,
+    target: Target | None = None,
 ) -> dict[str, Any]:
     """Check, then time, every variant of one graph. With `interpret`, correctness only (CPU).
 
@@ -141,7 +143,8 @@ def bench_graph(
     GPU, the slowest kernels of fuseopt's module and torch.compile's, by device time per run, are
     in `slowest_kernels`. `limits` bound the reference run (`fuseopt run`'s defaults; a whole
     model at its real size may need more). `with_unfused=False` leaves out the unfused plan (a whole
-    model's hundreds of kernels compile twice otherwise)."""
+    model's hundreds of kernels compile twice otherwise). The kernels are generated for `target`;
+    None: the GPU they run on (`fuseopt.targets.from_properties`), the default target on the CPU."""
     from fuseopt.codegen import CodegenOptions, emit_module
     from fuseopt.interp import make_inputs, run_graph
     from fuseopt.runtime.module import load_module, run_module
@@ -151,12 +154,14 @@ def bench_graph(
     dev = torch.device("cpu" if interpret else device)
     with full_precision_library_calls(dev):
         do_bench = None if interpret else _do_bench(warmup, rep)
-        # generated for the GPU it is timed on (split reductions size their grids by its multiprocessors)
-        codegen = (
-            CodegenOptions(multiprocessors=torch.cuda.get_device_properties(dev).multi_processor_count)
-            if dev.type == "cuda"
-            else CodegenOptions()
-        )
+        if target is None:  # the GPU it is timed on (its multiprocessors size reductions' grids)
+            hip = torch.version.hip is not None
+            target = (
+                from_properties(torch.cuda.get_device_properties(dev), hip=hip)
+                if dev.type == "cuda"
+                else DEFAULT
+            )
+        codegen = CodegenOptions(target=target)
         stage = optimize(graph, options or Options())
         unfused = initial_stage(graph)
         if inputs is None:
@@ -265,7 +270,8 @@ def bench_graph(
             "copy_same_size_gbps": same_size,
             "kernels": {"fuseopt": len(stage.plan.kernels), "unfused": len(unfused.plan.kernels)},
             "plan_bytes": stage.plan.metrics["bytes"],
-            "multiprocessors": codegen.multiprocessors,
+            "target": codegen.gpu.name,
+            "multiprocessors": codegen.gpu.multiprocessors,
             "library_precision": "float32 (TF32 off)" if dev.type == "cuda" else "float32",
             "variants": [r.to_json() for r in results],
             "speedups": speedups,

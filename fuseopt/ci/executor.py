@@ -51,7 +51,8 @@ def _context() -> Any:
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["fuseopt.ci.checks", "fuseopt.codegen.triton"])
+        # aten_ops: torch, which validating a library call needs (the emitter no longer imports it)
+        ctx.set_forkserver_preload(["fuseopt.ci.checks", "fuseopt.codegen.triton", "fuseopt.ir.aten_ops"])
         return ctx
     return multiprocessing.get_context("spawn")
 

@@ -13,6 +13,7 @@ from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.cli.output import write_outputs
 from fuseopt.errors import EXIT_CHECK_FAILED, InputError, NoGPUError
+from fuseopt.targets import names
 
 
 @cli.command("bench")
@@ -45,6 +46,13 @@ from fuseopt.errors import EXIT_CHECK_FAILED, InputError, NoGPUError
     help="On a GPU, list this many slowest kernels of fuseopt's module and of torch.compile's "
     "(device time per run, torch.profiler); 0: none.",
 )
+@click.option(
+    "--target",
+    type=click.Choice(names()),
+    default=None,
+    help="Generate the kernels for this GPU (`fuseopt targets`). Default: the GPU bench runs on, "
+    "detected (a GPU no target names gets the H200's tuning with its own facts); with --interpret, h200.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @planning_options
 def bench_cmd(
@@ -55,6 +63,7 @@ def bench_cmd(
     rep: int,
     json_file: str | None,
     kernels_top: int,
+    target: str | None,
     fmt: str,
     scoring: str,
     max_fusion_size: int,
@@ -91,8 +100,10 @@ def bench_cmd(
     from fuseopt.bench.model import BoundProgram
     from fuseopt.bench.source import describe_source, program_from_source, recorded_source, rendered_program
     from fuseopt.io.load import load_graph
+    from fuseopt.targets import get
 
     opts = options_from(scoring, max_fusion_size, no_loop_order)
+    chosen = None if target is None else get(target)
     loaded = [(path, load_graph(path)) for path in graphs]
     programs: dict[str, tuple[Any, str]] = {}  # graph file -> (its program, FILE.py:FUNCTION)
     if source is not None:
@@ -119,9 +130,9 @@ def bench_cmd(
         task = progress.add_task("bench", total=len(loaded))
         for path, g in loaded:
             if path in programs:
-                program, target = programs[path]
+                program, source_of = programs[path]
             else:
-                program, target = rendered_program(g), None
+                program, source_of = rendered_program(g), None
             inputs = None
             if isinstance(program, BoundProgram):
                 inputs = program.input_storages()  # the model's own weights for every variant
@@ -136,10 +147,11 @@ def bench_cmd(
                 copy_gbps=copy,
                 inputs=inputs,
                 kernels_top=kernels_top,
+                target=chosen,
             )
-            res["baseline"] = "rendered" if target is None else "source"
-            if target is not None:
-                res["source"] = target
+            res["baseline"] = "rendered" if source_of is None else "source"
+            if source_of is not None:
+                res["source"] = source_of
                 if isinstance(program, BoundProgram):
                     res["weights"] = list(program.weights)
             results.append(res)
@@ -165,7 +177,8 @@ def bench_cmd(
 def _print(report: dict) -> None:  # type: ignore[type-arg]
     """One table per graph (its variants), then its speed-ups on one line."""
     copy = f", copy {report['copy_gbps']:.0f} GB/s" if report["copy_gbps"] else ""
-    stdout.print(f"fuseopt bench on {shown(report['device'])}{copy}")
+    made = sorted({r["target"] for r in report["results"]})
+    stdout.print(f"fuseopt bench on {shown(report['device'])}{copy}; kernels for {shown(', '.join(made))}")
     for r in report["results"]:
         if r.get("baseline") == "rendered":
             runs = "a torch rendering of the graph"

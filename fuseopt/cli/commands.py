@@ -11,5 +11,6 @@ COMMANDS: dict[str, str] = {
     "reduce": "fuseopt.cli.reduce_cmd",
     "run": "fuseopt.cli.run_cmd",
     "schema": "fuseopt.cli.schema_cmd",
+    "targets": "fuseopt.cli.targets_cmd",
     "validate": "fuseopt.cli.validate_cmd",
 }

@@ -6,6 +6,8 @@ exits with its code (README "Exit codes"); anything else is a bug and keeps its 
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import sys
 from typing import Any
@@ -62,7 +64,18 @@ def _register() -> None:
         importlib.import_module(module)
 
 
+def _freeze_at_exit() -> None:
+    """At exit, the interpreter's collections pass over everything still alive (the parser's and
+    planner's caches, sympy, pydantic): 0.4 s after `fuseopt optimize` on 10,000 nodes. Frozen
+    objects are left out, their memory goes with the process. Not once torch is in: triton's
+    extension reports the objects of cycles left uncollected as leaks, on stderr."""
+    if "torch" not in sys.modules and "triton" not in sys.modules:
+        gc.freeze()
+
+
 def main(argv: list[str] | None = None) -> None:
+    atexit.unregister(_freeze_at_exit)  # once, however often main runs
+    atexit.register(_freeze_at_exit)
     try:
         cli.main(args=argv, prog_name="fuseopt", standalone_mode=True)
     except SystemExit as exc:

@@ -14,28 +14,27 @@ from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.cli.output import write_files
-from fuseopt.codegen.tiling import DEFAULT_MULTIPROCESSORS
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import PIPELINE, optimize
 from fuseopt.passes.verify import verify as verify_plan
 from fuseopt.plan import Plan
-from fuseopt.report.html import plan_page
 from fuseopt.report.plan_text import FULL_ROWS, print_plan
+from fuseopt.targets import DEFAULT, get, names  # no torch, no emitter: --emit none needs neither
 
 
 def emit_kernels(
-    graph: Graph, plan: Plan, autotune: bool, multiprocessors: int = DEFAULT_MULTIPROCESSORS
+    graph: Graph, plan: Plan, autotune: bool, multiprocessors: int | None = None, target: str = DEFAULT.name
 ) -> str | None:
-    """Triton source for the plan, or None when code generation is not available in this build."""
+    """Triton source for the plan, generated for the target called `target` (its multiprocessors
+    overridden where given), or None when code generation is not available in this build."""
     try:
         from fuseopt.codegen.tiling import CodegenOptions
         from fuseopt.codegen.triton import emit_module
     except ImportError:
         return None
-    return emit_module(
-        graph, plan, autotune=autotune, options=CodegenOptions(multiprocessors=multiprocessors)
-    )
+    options = CodegenOptions(target=get(target), multiprocessors=multiprocessors)
+    return emit_module(graph, plan, autotune=autotune, options=options)
 
 
 @cli.command("optimize")
@@ -55,11 +54,18 @@ def emit_kernels(
     "--autotune", is_flag=True, help="Emit triton.autotune configs instead of fixed launch parameters."
 )
 @click.option(
+    "--target",
+    type=click.Choice(names()),
+    default=DEFAULT.name,
+    show_default=True,
+    help="The GPU the kernels are for (`fuseopt targets` lists them): its multiprocessors, clusters and "
+    "tuned launch sizes. Never detected, so a graph gives the same kernels on every machine.",
+)
+@click.option(
     "--multiprocessors",
     type=click.IntRange(1, 1024),
-    default=DEFAULT_MULTIPROCESSORS,
-    show_default=True,
-    help="Multiprocessors of the GPU the kernels are for (132: an H200); reductions size their grids by it.",
+    default=None,
+    help="Override the target's multiprocessors (132 on an H200): reductions size their grids by them.",
 )
 @click.option(
     "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."
@@ -90,7 +96,8 @@ def optimize_cmd(
     fmt: str,
     emit: str,
     autotune: bool,
-    multiprocessors: int,
+    target: str,
+    multiprocessors: int | None,
     check: bool,
     skip: tuple[str, ...],
     html_path: str | None,
@@ -109,13 +116,15 @@ def optimize_cmd(
     plan_json = dump_json(stage.plan.to_json())
     outputs = {"plan.json": plan_json}
     if out_dir is not None and emit == "triton":
-        src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors)
+        src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target)
         if src is not None:
             outputs["kernels.py"] = src
     files: dict[str, str] = {}
     if out_dir is not None:
         files.update({os.path.join(out_dir, name): text for name, text in outputs.items()})
     if html_path is not None:
+        from fuseopt.report.html import plan_page  # here, not at the top: only --html needs it
+
         files[html_path] = plan_page(graph, g, stage)
     if fmt == "json":
         text = plan_json

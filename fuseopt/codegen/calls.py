@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from fuseopt.codegen.layout import LINE_LENGTH
 from fuseopt.codegen.source_text import UnsafeSourceError, ident, literal, python_name
-from fuseopt.ir.aten_ops import ENUMS
 from fuseopt.ir.graph import AtenCall, CallArg, EnumArg, View
 
 _OP = re.compile(r"(aten|prims)\.[a-z_][a-z0-9_]{0,63}\.[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -78,6 +77,8 @@ def _arg(a: CallArg, names: Mapping[str, str]) -> _Src:
     if isinstance(a, View):
         return _view(a, names)
     if isinstance(a, EnumArg):
+        from fuseopt.ir.aten_ops import ENUMS  # here, not at the top: aten_ops imports torch
+
         if a.name not in ENUMS.get(a.kind, {}):
             raise UnsafeSourceError(f"{a.name!r} is not a torch {a.kind}")
         return f"torch.{python_name(a.name)}"

@@ -11,16 +11,11 @@ element under the same mask write the same load, which the emitter's CSE makes o
 3x3 pooling window over 5 x 5 cells loads 7 x 7 values for 25 outputs (9 loads a point unfused,
 3 for the sliding window), with the rows unrolled so the compiler can issue them all early.
 
-On an H200 (bfloat16 avgpool_cl, 192 channels; benchmarks/results/explore rounds 34-39): 5 x 5
-cells of 64 channels, one warp, run at 71.4-74.8% of copy in round 39, level with round 34's
-hand-written kernel in the same run (71.3-74.0%; 3 rows x 7 columns 74.3-75.9%), against
-66.2-67.6% for the sliding window (rounds 35-36). A row of cells stores after its loads (a load
-cannot move above a store that may alias it: 48-50% interleaved); an address is the cell's base
-pointer plus a constant (63-64% as `ptr + (base + k)`); a cell's column and row come from the
+A row of cells stores after its loads (a load cannot move above a store that may alias it); an
+address is the cell's base pointer plus a constant; a cell's column and row come from the
 program's ids (`chunk * S`, `band * T`), so the compiler folds the cells' bounds checks into a
-few predicates (11 integer compares against 55-58 with the column as `xoffset // c`, 69.8-71.7%
-before, `explore/sass38.py`). Walked rows instead of unrolled ones ran 66-70%, wider slices
-(128 or 256 channels with more warps) or several images a program 57-73%.
+few predicates. The shape limits and the slice are the target's (`fuseopt.targets`: the H200's
+file gives the measurements behind them).
 
 Shapes (`window_shapes`): T rows dividing the rows' period or as many as allowed, the period's
 last band then ending at its edge and overlapping the band before (those points computed and
@@ -42,7 +37,6 @@ from dataclasses import replace
 from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.tiling import (
-    GRID_Y_MAX,
     Cells,
     CodegenOptions,
     LaunchConfig,
@@ -51,10 +45,6 @@ from fuseopt.codegen.tiling import (
     window_tilings,
 )
 from fuseopt.ir.graph import Graph
-
-# A program's slice of a column is `CodegenOptions.window_slice` points (64: one warp, two
-# bfloat16 or float32 elements a thread; round 34: 128 or 256 points with 2-4 warps were 5-10
-# points slower), with one warp up to 64 points, more above.
 
 
 def column_stride(flat_digits: set[Digit], row: int) -> int | None:
@@ -87,16 +77,16 @@ def window_shapes(period: int, ncols: int, options: CodegenOptions) -> list[tupl
     """(rows, columns) of cells to try: rows dividing the period or as many as allowed (a period's
     last band then overlaps the one before), and for each, the most columns that divide a row's
     and fit; `CodegenOptions.window_shape` alone where set (its columns need not divide: a
-    row's last chunk then overlaps the one before). Overlapping chunks are not tried otherwise:
-    on avgpool_cl 7 x 3 and 5 x 4 ran at 65.5-67.1% of copy (round 38) and 4 x 6 at 59.6%
-    (round 39), against 70-75% for 5 x 5 and for overlapping bands (4 x 5, 3 x 7)."""
+    row's last chunk then overlaps the one before). Overlapping chunks are not tried otherwise
+    (they measured slower than overlapping bands)."""
     if options.window_shape is not None:
         rows, cols = options.window_shape
         return [(rows, cols)] if rows <= period and cols <= ncols else []
-    most = min(options.window_rows, options.window_cells)
+    t = options.tuning
+    most = min(t.window_rows, t.window_cells)
     out: list[tuple[int, int]] = []
     for rows in dict.fromkeys((_largest_divisor(period, most), min(period, most))):
-        cols = _largest_divisor(ncols, min(options.window_cols, options.window_cells // rows))
+        cols = _largest_divisor(ncols, min(t.window_cols, t.window_cells // rows))
         if rows * cols >= 2:
             out.append((rows, cols))
     return out
@@ -106,8 +96,10 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
     """Register-window tilings to try (`codegen.wrapper` keeps, of those whose dry run shares
     enough loads between cells, the one that loads the fewest values a point computed, overlap
     counted): the shapes of `window_shapes` for every sliding-window row split whose rows split
-    into columns of a multiple of `window_slice` points."""
-    if not options.window_cells:
+    into columns of a multiple of `window_slice` points, one warp per `cells_points_per_warp`
+    points of the slice."""
+    t = options.tuning
+    if not t.window_cells:
         return []
     numel = launch.axes[0].numel
     rnumel = launch.axes[1].numel if launch.kind != "pointwise" else 1
@@ -116,16 +108,18 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
     for walk in window_tilings(graph, launch, options):
         y, x = walk.launch.axes[0], walk.launch.axes[1]
         c = column_stride(flat, x.numel)
-        piece = options.window_slice
+        piece = t.window_slice
         if c is None or c % piece or piece & (piece - 1):
             continue
         ncols = x.numel // c
         period = math.gcd(walk.walk_period, y.numel)
         for rows, cols in window_shapes(period, ncols, options):
             shape = Cells(rows, cols, c, period, ncols)
-            if y.numel // period * shape.bands > GRID_Y_MAX:
+            if y.numel // period * shape.bands > options.gpu.max_grid_y:
                 continue
-            config = LaunchConfig((("YBLOCK", rows), ("XBLOCK", piece)), max(1, piece // 64))
+            config = LaunchConfig(
+                (("YBLOCK", rows), ("XBLOCK", piece)), max(1, piece // t.cells_points_per_warp)
+            )
             out.append(
                 replace(walk, config=config, autotune=(), masked=(), walk=0, walk_period=0, cells=shape)
             )

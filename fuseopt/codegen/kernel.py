@@ -406,8 +406,7 @@ class KernelEmitter:
         # [1] tensors (a 0-d scalar would trip the interpreter, see RowWalk.prologue), once, not
         # per point, and from the program's ids rather than from its flat offsets: the compiler
         # then sees a column as `chunk * cols` and a row as `band * rows`, and folds the bounds
-        # checks of a stencil's cells into a few predicates (round 34's hand-written kernel: 10
-        # integer compares against 58 with the column as `xoffset // c`; `sass38.py`).
+        # checks of a stencil's cells into a few predicates (explore rounds 34-39).
         self.cells_col = self.emit(f"xcol0 + {one}", [col0], self.idt, name="xcol")
         self.cells_ypid = self.emit(f"tl.program_id(1){cast} + {one}", [], self.idt, name="ypid")
         if over_rows:
@@ -441,7 +440,7 @@ class KernelEmitter:
                         self.pointwise(p)
             # The row's stores after all of its loads: a load cannot move above a store (the
             # buffers may alias), so interleaved they would keep one cell's loads in flight at a
-            # time (49.8% of copy on avgpool_cl against 66.5% for the sliding window, round 36).
+            # time (explore round 36).
             row = self.top[start:]
             stores: list[Stmt | LoopBlock] = [it for it in row if isinstance(it, Stmt) and it.effect]
             self.top[start:] = [it for it in row if not (isinstance(it, Stmt) and it.effect)] + stores
@@ -677,16 +676,13 @@ class KernelEmitter:
             other = "0.0" if buf.dtype.is_float else "0"
             args += f", {' & '.join(m.text for m in masks)}, other={other}"
         if self.t.transposed:
-            # A transposed 2D tile: Inductor's choice for these loads, and 1.5% faster on apbt
-            # (H200: 0.0988 -> 0.0973 ms).
+            # A transposed 2D tile: Inductor's choice for these loads, and faster on apbt (commit 0c70975).
             args += ', eviction_policy="evict_last"'
         elif self.streams and all(a in idx.axes for a in self.dims):
             # Data read once, a distinct element at every point of the tile, by a reduction that
             # writes only its results: the first lines the L2 replaces, so that what it holds
-            # stays. On an H200 (explore rounds 29-30) 7-11% faster for every such kernel tried
-            # (tsum 0.0780 -> 0.0756 ms; row and column sums, a split column mean, a bf16 row
-            # max); the same hint slowed every kernel that also writes a point's output (apbt,
-            # three_layouts_mean, layernorm_t, softmax_bias_t, avgpool_cl: 3-22%).
+            # stays: faster for every such kernel tried, slower for every kernel that also writes
+            # a point's output (explore rounds 29-30, benchmarks/results/README.md, History).
             args += ', eviction_policy="evict_first"'
         rhs = f"tl.load({args})"
         cdt = compute_dtype(buf.dtype)
@@ -720,8 +716,8 @@ class KernelEmitter:
         if offset and idx.axes and not (set(target) - set(idx.axes)):
             # A register window cell: the pointer to the cell's base (one per distinct base, kept by
             # the compiler), then a constant it folds into the access's immediate offset. Written
-            # `ptr + (base + k)` the 32-bit sum is recomputed and widened at every load instead:
-            # avgpool_cl 63.9% -> 69.8-71.0% of copy (explore round 36).
+            # `ptr + (base + k)` the 32-bit sum is recomputed and widened at every load instead
+            # (explore round 36).
             sign = "+" if offset > 0 else "-"
             return f"{self.ptr(buffer)} + {_paren(root.text)} {sign} {abs(offset)}"
         if set(target) - set(idx.axes) or not idx.axes:

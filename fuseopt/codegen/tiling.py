@@ -7,13 +7,15 @@ contiguity). Reductions are persistent (one [XBLOCK, R0_BLOCK] tile holds whole 
 `persistent_rnumel`, looped otherwise; the tile leans towards x when the reduced data is
 contiguous along x (outer reductions). Masks are dropped on an axis whose size every block
 candidate divides. Index arithmetic is int64 only where some intermediate of an index can leave int32.
+Every size, limit and count of programs comes from the target (`CodegenOptions.gpu`:
+`fuseopt.targets`, whose files say why each tuned constant has its value).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from fuseopt.codegen.common import INT32_MAX, INT_RANGE, cdiv, next_power_of_2, prod
@@ -32,56 +34,86 @@ from fuseopt.ir.bounds import index_magnitude, indirect_bounds, linear_form
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Binary, Expr, IndexValue, Load, Reduce, Unary, Var, to_text, walk
 from fuseopt.ir.graph import Graph
+from fuseopt.targets import DEFAULT
+from fuseopt.targets.base import Target, Tuning
 
-GRID_Y_MAX = 65535  # CUDA's limit on a launch grid's second dimension
-
-
-DEFAULT_MULTIPROCESSORS = 132  # an H200
+# Overrides of the target's tuned constants that CodegenOptions takes (tests shrink the blocks so
+# that tiny shapes still take every path; `fuseopt.targets.base.Tuning` says what each means).
+_TUNING_OVERRIDES = (
+    "persistent_rnumel",
+    "max_xblock",
+    "max_yblock",
+    "max_r0_block",
+    "unroll_rnumel",
+    "split_min_r_blocks",
+    "window_min_row",
+    "window_band",
+    "window_cells",
+    "window_cols",
+    "window_rows",
+    "window_slice",
+)
 
 
 @dataclass(frozen=True)
 class CodegenOptions:
-    """Knobs of the generator (tests shrink the blocks so that tiny shapes still take every path)."""
+    """What the generator generates for: a target GPU (`fuseopt.targets`: its hardware facts and
+    tuned constants), switches, and overrides of the target's values (None: the target's). The
+    rules read `gpu`, the target with the overrides applied, and its `tuning`."""
 
+    target: Target = DEFAULT
     autotune: bool = False
-    persistent_rnumel: int = 1024  # largest rnumel kept in registers (persistent reduction)
-    max_xblock: int = 1024
-    max_yblock: int = 64
-    max_r0_block: int = 1024
     tile_2d: bool = True  # allow 2D tiles for transposes
-    unroll_rnumel: int = 16  # largest rnumel of a reduction unrolled at generation time (0: never)
-    # The target GPU's multiprocessors (an H200 has 132; `fuseopt bench` generates for the GPU it
-    # times on, `fuseopt optimize --multiprocessors` sets it): split reductions aim at 16 programs
-    # each, looped reductions at about 4 (the power of two below, 512 on an H200), the kernel that
-    # finishes a split at about 1 (128).
-    multiprocessors: int = DEFAULT_MULTIPROCESSORS
+    # Register windows (see codegen.cells): (rows, columns) of cells to take alone, where set.
+    window_shape: tuple[int, int] | None = None
+    # Thread-block clusters for the transposed persistent reductions that do more than one
+    # reduction or a special function at every point (see _clustered); None: where the target
+    # has them.
+    clusters: bool | None = None
+    # The GPU's multiprocessors, when not the target's (`fuseopt optimize --multiprocessors`):
+    # split reductions, looped reductions and a split's finishing kernel size their grids by them.
+    multiprocessors: int | None = None
     # Split reductions: a looped reduction with fewer x tiles than `split_programs` programs is
-    # cut along r into chunks reduced by a partial kernel and finished by a second kernel (16
-    # programs a multiprocessor keep enough loads in flight). None: 16 x multiprocessors; 0: never.
+    # cut along r into chunks reduced by a partial kernel and finished by a second kernel. None:
+    # the target's split_programs_per_multiprocessor x multiprocessors; 0: never.
     split_programs: int | None = None
+    persistent_rnumel: int | None = None
+    max_xblock: int | None = None
+    max_yblock: int | None = None
+    max_r0_block: int | None = None
+    unroll_rnumel: int | None = None
+    split_min_r_blocks: int | None = None
+    window_min_row: int | None = None
+    window_band: int | None = None
+    window_cells: int | None = None
+    window_cols: int | None = None
+    window_rows: int | None = None
+    window_slice: int | None = None
+    gpu: Target = field(init=False, repr=False, compare=False)  # the target, overrides applied
+
+    def __post_init__(self) -> None:
+        gpu = self.target
+        given = {name: getattr(self, name) for name in _TUNING_OVERRIDES if getattr(self, name) is not None}
+        if given:
+            gpu = replace(gpu, tuning=replace(gpu.tuning, **given))
+        if self.multiprocessors is not None:
+            gpu = replace(gpu, multiprocessors=self.multiprocessors)
+        object.__setattr__(self, "gpu", gpu)
+
+    @property
+    def tuning(self) -> Tuning:
+        """The target's tuned constants, overrides applied."""
+        return self.gpu.tuning
 
     @property
     def split_target(self) -> int:
-        return 16 * self.multiprocessors if self.split_programs is None else self.split_programs
+        if self.split_programs is not None:
+            return self.split_programs
+        return self.tuning.split_programs_per_multiprocessor * self.gpu.multiprocessors
 
-    split_min_r_blocks: int = 4  # each chunk covers at least this many R0_BLOCKs
-    # Sliding windows (see window_tilings): rows of at least `window_min_row` points, walked
-    # `window_band` rows (at most) per program; 0: never.
-    window_min_row: int = 256
-    window_band: int = 8
-    # Register windows (see codegen.cells): at most this many cells (rows x columns) a program,
-    # at most `window_cols` columns and `window_rows` rows of them; 0: never. `window_shape`
-    # (rows, columns) takes that shape alone (explore rounds).
-    window_cells: int = 25
-    window_cols: int = 7
-    window_rows: int = 5
-    window_shape: tuple[int, int] | None = None
-    # Points of a column a register window's program covers (a power of two; the column must be
-    # a multiple): 64, one warp, the slice measured (explore round 34).
-    window_slice: int = 64
-    # Thread-block clusters for the transposed persistent reductions that do more than one
-    # reduction or a special function at every point (see _clustered).
-    clusters: bool = True
+    @property
+    def use_clusters(self) -> bool:
+        return self.gpu.clusters if self.clusters is None else self.clusters
 
 
 @dataclass(frozen=True)
@@ -139,6 +171,7 @@ class Tiling:
     autotune: tuple[LaunchConfig, ...]  # empty unless autotuning
     masked: tuple[str, ...]  # axes whose lanes can fall outside the box
     index_dtype: DType  # int32 or int64
+    grid_y_max: int  # the target's limit on a launch grid's second dimension
     unroll: int = 0  # rnumel of a reduction unrolled into a pointwise tile (0: not unrolled)
     split: int = 1  # chunks of a split reduction (1: not split)
     part: str = "whole"  # "whole" | "partial" (a split's chunks) | "finish" (combines the chunks)
@@ -175,7 +208,7 @@ class Tiling:
         axes = self.launch.axes
         if len(axes) != 2 or axes[0].name != "y":
             return False
-        return all(cdiv(axes[0].numel, c.block("YBLOCK")) <= GRID_Y_MAX for c in self.configs)
+        return all(cdiv(axes[0].numel, c.block("YBLOCK")) <= self.grid_y_max for c in self.configs)
 
     def grid_dims(self, config: LaunchConfig) -> tuple[dict[str, int], ...]:
         """Per grid dimension, the (block, numel) pairs whose tile counts multiply into it."""
@@ -203,7 +236,7 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
         rows = (
             None
             if len(launch.axes) == 2 or not options.tile_2d
-            else _digit_split(launch, launch.axes[0].numel, 1)
+            else _digit_split(launch, launch.axes[0].numel, 1, options.tuning.row_split_min_points)
         )
         if rows is not None:
             launch = _rows(launch, rows)
@@ -214,9 +247,9 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
         rnumel = launch.axes[1].numel
         launch = _unrolled(launch, options)
         return _tiling(graph, launch, *_configs_unrolled(launch, options), options, unroll=rnumel)
-    persistent = launch.axes[1].numel <= options.persistent_rnumel
+    persistent = launch.axes[1].numel <= options.tuning.persistent_rnumel
     along, x_item = _contiguous_bytes(graph, launch)
-    outer = _x_contiguous(along)
+    outer = _x_contiguous(along, options.tuning.outer_x_ratio)
     split = None if persistent else _split(launch, options)
     if split is not None:
         cfg, chunks, cands = split
@@ -228,6 +261,7 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
             autotune,
             _masked(launch, autotune or (cfg,)),
             _index_dtype(graph, launch, autotune or (cfg,)),
+            options.gpu.max_grid_y,
             split=chunks,
             part="partial",
         )
@@ -235,7 +269,7 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
     default, cands = _configs_reduction(launch, options, persistent=persistent, outer=outer, sfu=sfu)
     fallback = None
     cluster = _clustered(launch, default, options) if persistent and outer else None
-    if cluster is not None and _cluster_pays(launch, default, sfu, x_item):
+    if cluster is not None and _cluster_pays(launch, default, sfu, x_item, options):
         default, fallback = cluster, default
         cands = _unique(default, list(cands))
     return _tiling(graph, launch, default, cands, options, persistent=persistent, fallback=fallback)
@@ -262,7 +296,8 @@ def _tiling(
         autotune,
         (),
         _index_dtype(graph, launch, configs),
-        unroll,
+        options.gpu.max_grid_y,
+        unroll=unroll,
         row_split=row_split,
         fallback=None if autotune else fallback,
     )
@@ -335,7 +370,7 @@ def _unrollable(launch: ComputeLaunch, o: CodegenOptions) -> bool:
     block of 16). Not for pair reductions (argmax keeps an index) nor for kernels with pointwise
     work inside the reduction loop (those run on the r axis too)."""
     rnumel = launch.axes[1].numel
-    if not 1 <= rnumel <= o.unroll_rnumel:
+    if not 1 <= rnumel <= o.tuning.unroll_rnumel:
         return False
     for p in launch.placements:
         if p.role == "inner":
@@ -349,14 +384,14 @@ def _unrollable(launch: ComputeLaunch, o: CodegenOptions) -> bool:
     return True
 
 
-def _digit_split(launch: ComputeLaunch, numel: int, rnumel: int) -> int | None:
+def _digit_split(launch: ComputeLaunch, numel: int, rnumel: int, min_points: int) -> int | None:
     """Where to split the flat x index of an unrolled reduction into (y, x) so that all its `//`
     and `%` arithmetic (the window's bounds checks: `x // 6720 % 35` for a channels-last image row)
     runs on the [YBLOCK, 1] column of row indices, once per row, instead of once per element.
 
     The split s is the gcd of every divisor applied to the flat index: each `x // d` digit is then
     a digit of the row index alone (`y // (d / s)`); a bare `x % m` needs m | s (it falls on x).
-    Only when the x tile keeps at least 16 points (a channels-last image: s = channels)."""
+    Only when the x tile keeps at least `min_points` points (a channels-last image: s = channels)."""
     flat = _flat_digits(launch, numel, rnumel)
     divs = {d.div for d in flat if d.div > 1}
     mods = {d.mod for d in flat if d.div == 1 and d.mod is not None}
@@ -365,7 +400,7 @@ def _digit_split(launch: ComputeLaunch, numel: int, rnumel: int) -> int | None:
     s = 0
     for div in sorted(divs):
         s = math.gcd(s, div)
-    if s < 16 or s >= numel or numel % s or any(s % m for m in mods):
+    if s < min_points or s >= numel or numel % s or any(s % m for m in mods):
         return None
     return s
 
@@ -391,13 +426,11 @@ def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions)
 
     Rows: the flat index splits at a divisor s that its `//` digits use, so a row is one value of
     the digits above s (an image row of a channels-last tensor, s = W * C). The tile is XBLOCK
-    points of a row (up to 1024, 2 KiB of bfloat16: 16-byte loads for 4 warps); a program walks
-    `band` consecutive rows. Bands are aligned to the period of the row digits (35 image rows),
-    the largest band up to `window_band` that divides it. On an H200, the hand-written form of
-    this kernel ran avgpool_cl at 69% of the copy bandwidth, against 57% for 2D tiles; the
-    generated one runs at 62-63% where the window is a chain of additions (loads carried) and at
-    67-69% where it is a reduction (row partial results carried; benchmarks/results)."""
-    if not (options.window_min_row and options.window_band):
+    points of a row (up to `window_xblock`); a program walks `band` consecutive rows. Bands are
+    aligned to the period of the row digits (35 image rows), the largest band up to `window_band`
+    that divides it."""
+    t = options.tuning
+    if not (t.window_min_row and t.window_band):
         return []
     if launch.kind != "pointwise" and not _unrollable(launch, options):
         return []
@@ -408,7 +441,7 @@ def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions)
     flat = _flat_digits(launch, numel, rnumel)
     out: list[Tiling] = []
     for s in sorted({d.div for d in flat if d.div > 1}, reverse=True):
-        if s < options.window_min_row or s >= numel or numel % s:
+        if s < t.window_min_row or s >= numel or numel % s:
             continue
         period = 0
         ok = True
@@ -423,24 +456,25 @@ def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions)
                 break
         ynumel = numel // s
         period = period or ynumel
-        band = max((b for b in range(2, options.window_band + 1) if period % b == 0), default=0)
-        if not ok or not band or ynumel % band or ynumel // band > GRID_Y_MAX:
+        band = max((b for b in range(2, t.window_band + 1) if period % b == 0), default=0)
+        if not ok or not band or ynumel % band or ynumel // band > options.gpu.max_grid_y:
             continue
         wl = _rows(launch, s)
 
         def cfg(b: int, xb: int, nw: int, row: int = s) -> LaunchConfig:
-            xb = max(1, min(xb, options.max_xblock, next_power_of_2(row)))
-            return LaunchConfig((("YBLOCK", b), ("XBLOCK", xb)), max(1, min(nw, xb // 256)))
+            xb = max(1, min(xb, t.max_xblock, next_power_of_2(row)))
+            return LaunchConfig(
+                (("YBLOCK", b), ("XBLOCK", xb)), max(1, min(nw, xb // t.window_points_per_warp))
+            )
 
-        # 1024 points and 4 warps: 0.0451 ms on avgpool_cl, against 0.0452 for 512 points and 2
-        # warps, 0.0519 for 2048 and 8, 0.0468 for 8 warps (benchmarks/results/explore round 5).
-        default = cfg(band, 1024, 4)
+        default = cfg(band, t.window_xblock, t.window_warps)
         fewer = max((b for b in range(2, band) if period % b == 0), default=band)
+        grid_y = options.gpu.max_grid_y
         cands = (
             tuple(
                 c
-                for c in _unique(default, [cfg(band, 512, 2), cfg(fewer, 1024, 4)])
-                if ynumel % c.block("YBLOCK") == 0 and ynumel // c.block("YBLOCK") <= GRID_Y_MAX
+                for c in _unique(default, [cfg(band, 512, 2), cfg(fewer, t.window_xblock, t.window_warps)])
+                if ynumel % c.block("YBLOCK") == 0 and ynumel // c.block("YBLOCK") <= grid_y
             )
             if options.autotune
             else ()
@@ -453,6 +487,7 @@ def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions)
                 cands,
                 _masked(wl, cands or (default,)),
                 _index_dtype(graph, wl, cands or (default,)),
+                grid_y,
                 unroll=rnumel if launch.kind != "pointwise" else 0,
                 walk=band,
                 walk_period=period,
@@ -479,7 +514,7 @@ def _placed(p: Placement, outer: Axis, inner: Axis | None) -> Placement:
 
 def _unrolled(launch: ComputeLaunch, o: CodegenOptions) -> ComputeLaunch:
     numel, rnumel = launch.axes[0].numel, launch.axes[1].numel
-    s = _digit_split(launch, numel, rnumel) if o.tile_2d else None
+    s = _digit_split(launch, numel, rnumel, o.tuning.row_split_min_points) if o.tile_2d else None
     if s is not None:
         return _rows(launch, s)
     x = Axis("x", numel)
@@ -508,46 +543,47 @@ def _pow2_divisor(n: int) -> int:
 def _configs_unrolled(
     launch: ComputeLaunch, o: CodegenOptions
 ) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
-    """About 2048 points a program and 4 warps: with 16-byte loads that is 2-4 loads in flight per
-    thread and window point. 2D: XBLOCK is the largest power of two dividing the row (no mask, each
-    row a whole number of 128-byte lines for bf16 channels of 64), rows fill the rest."""
+    """A few thousand points a program (`unrolled_1d_xblock`, `unrolled_points`): with 16-byte
+    loads a few loads in flight per thread and window point. 2D: XBLOCK is the largest power of
+    two dividing the row up to `unrolled_row_xblock` (no mask, each row a whole number of 128-byte
+    lines for bf16 channels of 64), rows fill the rest."""
+    t = o.tuning
     if len(launch.axes) == 1:
         cap = next_power_of_2(launch.axes[0].numel)
 
         def cfg1(xb: int, w: int) -> LaunchConfig:
-            xb = max(1, min(cap, xb, o.max_xblock))
-            return LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // 128)))
+            xb = max(1, min(cap, xb, t.max_xblock))
+            return LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // t.unrolled_1d_points_per_warp)))
 
-        default = cfg1(1024, 4)
+        default = cfg1(t.unrolled_1d_xblock, t.unrolled_warps)
         return default, _unique(default, [cfg1(512, 4), cfg1(2048, 8)])
     ynumel, xnumel = launch.axes[0].numel, launch.axes[1].numel
     ycap = next_power_of_2(ynumel)
-    xb = min(_pow2_divisor(xnumel), 128, o.max_xblock)
-    if xb < 16:
-        xb = min(next_power_of_2(xnumel), 128, o.max_xblock)
+    xb = min(_pow2_divisor(xnumel), t.unrolled_row_xblock, t.max_xblock)
+    if xb < t.unrolled_min_xblock:
+        xb = min(next_power_of_2(xnumel), t.unrolled_row_xblock, t.max_xblock)
 
     def cfg(yb: int, w: int) -> LaunchConfig:
-        yb = max(1, min(ycap, yb, o.max_yblock))
-        return LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), max(1, min(w, yb * xb // 256)))
+        yb = max(1, min(ycap, yb, t.max_yblock))
+        return LaunchConfig(
+            (("YBLOCK", yb), ("XBLOCK", xb)), max(1, min(w, yb * xb // t.unrolled_points_per_warp))
+        )
 
-    # 32 rows of 64 bf16 channels for avgpool_cl: 0.0496 ms on an H200, against 0.0587 ms for 64
-    # rows (16 rows 0.0495, 8 rows 0.0557).
-    default = cfg(max(1, 2048 // xb), 4)
+    default = cfg(max(1, t.unrolled_points // xb), t.unrolled_warps)
     return default, _unique(default, [cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
 
 
-def _x_contiguous(along: dict[str, int]) -> bool:
+def _x_contiguous(along: dict[str, int], ratio: int) -> bool:
     """Whether the tile reads or writes a large share of its data contiguously along x (an outer
     or transposed reduction), so that rows of x are worth widening.
 
     Each distinct access counts the elements it touches (a broadcast along x, such as a bias
     indexed by r, touches only its own few). An access contiguous along x moves XBLOCK elements
-    per memory segment, so narrow tiles waste bandwidth on it (on an H200 a bare transposed float32
-    read ran at 57%, 66% and 73% of the read ceiling with 8, 16 and 32 rows, explore round 10); an
-    access contiguous along r is indifferent to XBLOCK. So half as many bytes along x as along r
-    already decide (softmax_bias_t: the input along x, the output along r).
+    per memory segment, so narrow tiles waste bandwidth on it; an access contiguous along r is
+    indifferent to XBLOCK. So 1/`ratio` as many bytes along x as along r already decide
+    (softmax_bias_t: the input along x, the output along r).
     """
-    return along["xindex"] > 0 and 2 * along["xindex"] >= along["r0_index"]
+    return along["xindex"] > 0 and ratio * along["xindex"] >= along["r0_index"]
 
 
 def _contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int], int]:
@@ -600,51 +636,48 @@ def _sfu_per_point(launch: ComputeLaunch) -> bool:
     return False
 
 
-def _cluster_pays(launch: ComputeLaunch, single: LaunchConfig, sfu: bool, x_item: int) -> bool:
-    """Whether a transposed persistent reduction gains from a cluster of two programs over its
+def _cluster_pays(
+    launch: ComputeLaunch, single: LaunchConfig, sfu: bool, x_item: int, o: CodegenOptions
+) -> bool:
+    """Whether a transposed persistent reduction gains from a cluster of programs over its
     single-program launch `single`, for one of two reasons:
-    - `single` holds a multiprocessor alone (8 warps, 128 elements a thread) and the kernel does
-      two or more reductions: the cluster's two smaller programs overlap one's reductions with the
-      other's loads;
-    - every point runs a special function, which keeps `single` to 16384 elements, and its run of
-      a column (its rows x the itemsize) is shorter than a 128-byte line: the pair of programs
-      reads whole lines.
-    Otherwise the cluster only constrains scheduling. On an H200 (explore rounds 19, 23): two
-    reductions, no special function: layernorm_t 82.8% of copy against 80.0% (1024 columns),
-    85.7% against 71.8% (512), 86.3% against 68.7% (256); softmax_bias_t 78.3% against 76.4%
-    with 16 rows of 1024 (64-byte runs), but 71.6% against 79.9% with 32 rows of 512 and 62.4%
-    against 64.9% with 64 of 256 (128- and 256-byte runs); one reduction (RMS norm, column
-    mean): the single program wins by 1.5-3%."""
-    threads = single.num_warps * 32
+    - `single` holds a multiprocessor alone (the most warps, `persistent_outer_per_thread`
+      elements a thread) and the kernel does two or more reductions: the cluster's smaller
+      programs overlap one's reductions with the other's loads;
+    - every point runs a special function, which keeps `single` to fewer elements, and its run of
+      a column (its rows x the itemsize) is shorter than a cache line: the programs together read
+      whole lines.
+    Otherwise the cluster only constrains scheduling (one reduction, or runs of a line or more:
+    the single program wins)."""
+    g, t = o.gpu, o.tuning
+    threads = single.num_warps * g.warp_size
     xb, rb = single.block("XBLOCK"), single.block("R0_BLOCK")
-    alone = single.num_warps >= 8 and xb * rb >= 128 * threads
+    alone = single.num_warps >= t.max_warps and xb * rb >= t.persistent_outer_per_thread * threads
     if alone and sum(1 for p in launch.placements if p.role == "reduction") > 1:
         return True
-    return sfu and 0 < xb * x_item < 128
+    return sfu and 0 < xb * x_item < g.cache_line_bytes
 
 
 def _clustered(launch: ComputeLaunch, single: LaunchConfig, o: CodegenOptions) -> LaunchConfig | None:
-    """A transposed persistent reduction's tile as a cluster of two programs, 4 warps each: 32768
-    elements (32 rows of 1024, 64 of 512, ...) split by rows, 128 elements a thread (about
-    190-250 registers: two programs a multiprocessor). `_cluster_pays` decides whether it
-    replaces the single-program launch. None when clusters are off, or a program would get fewer
-    than 8 rows.
-
-    Shapes measured on an H200 (explore rounds 18-19, % of copy, layernorm_t / softmax_bias_t at
-    1024 columns): this one 82.8% / 76.8-78.3%; clusters of 4 or 8 programs, of 2 programs of 8
-    warps, or of programs of 8 rows lose (46-78%)."""
-    if not o.clusters:
+    """A transposed persistent reduction's tile as a cluster of `cluster_size` programs of
+    `cluster_warps` warps: `cluster_elements` elements (32 rows of 1024, 64 of 512, ...) split by
+    rows. `_cluster_pays` decides whether it replaces the single-program launch. None when
+    clusters are off (or the GPU has none), or a program would get fewer than `cluster_min_rows`
+    rows."""
+    if not o.use_clusters:
         return None
+    t = o.tuning
     rb = single.block("R0_BLOCK")
-    xb = min(next_power_of_2(launch.axes[0].numel), o.max_xblock, max(1, 32768 // rb))
-    if xb < 16:
+    xb = min(next_power_of_2(launch.axes[0].numel), t.max_xblock, max(1, t.cluster_elements // rb))
+    if xb < t.cluster_min_rows * t.cluster_size:
         return None
-    return LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), 4, num_ctas=2)
+    return LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), t.cluster_warps, num_ctas=t.cluster_size)
 
 
 # -- configurations ------------------------------------------------------------------------------
-def _warps(elements: int, most: int = 8) -> int:
-    return max(1, min(most, elements // 256))
+def _warps(elements: int, per_warp: int, most: int) -> int:
+    """One warp per `per_warp` elements, at least one and at most `most`."""
+    return max(1, min(most, elements // per_warp))
 
 
 def _unique(default: LaunchConfig, cands: list[LaunchConfig]) -> tuple[LaunchConfig, ...]:
@@ -656,72 +689,78 @@ def _unique(default: LaunchConfig, cands: list[LaunchConfig]) -> tuple[LaunchCon
 
 
 def _configs_1d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    t = o.tuning
     cap = next_power_of_2(launch.axes[0].numel)
-    xb = min(cap, o.max_xblock)
-    default = LaunchConfig((("XBLOCK", xb),), _warps(xb, 4))
+    xb = min(cap, t.max_xblock)
+    default = LaunchConfig((("XBLOCK", xb),), _warps(xb, t.pointwise_points_per_warp, t.pointwise_max_warps))
     cands = [
-        LaunchConfig((("XBLOCK", min(cap, b)),), _warps(min(cap, b), w))
+        LaunchConfig((("XBLOCK", min(cap, b)),), _warps(min(cap, b), t.pointwise_points_per_warp, w))
         for b, w in ((256, 2), (512, 4), (2048, 8))
     ]
     return default, _unique(default, cands)
 
 
 def _configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    t = o.tuning
     ycap, xcap = next_power_of_2(launch.axes[0].numel), next_power_of_2(launch.axes[1].numel)
 
     def cfg(yb: int, xb: int) -> LaunchConfig:
         yb, xb = min(ycap, yb), min(xcap, xb)
-        return LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), _warps(yb * xb // 2, 4))
+        return LaunchConfig(
+            (("YBLOCK", yb), ("XBLOCK", xb)),
+            _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps),
+        )
 
-    default = cfg(min(64, o.max_yblock), min(128, o.max_xblock))
+    default = cfg(min(t.transpose_yblock, t.max_yblock), min(t.transpose_xblock, t.max_xblock))
     return default, _unique(default, [cfg(32, 32), cfg(64, 64), cfg(128, 64), cfg(32, 128)])
 
 
 def _configs_reduction(
     launch: ComputeLaunch, o: CodegenOptions, *, persistent: bool, outer: bool, sfu: bool = False
 ) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    g, t = o.gpu, o.tuning
     xcap = next_power_of_2(launch.axes[0].numel)
     rcap = next_power_of_2(launch.axes[1].numel)
 
     def cfg(xb: int, rb: int) -> LaunchConfig:
-        xb, rb = max(1, min(xcap, xb, o.max_xblock)), max(1, min(rcap, rb, o.max_r0_block))
-        return LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb // 2))
+        xb, rb = max(1, min(xcap, xb, t.max_xblock)), max(1, min(rcap, rb, t.max_r0_block))
+        return LaunchConfig(
+            (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, t.reduction_points_per_warp, t.max_warps)
+        )
 
     if persistent:
-        # (choose_tiling may turn a transposed tile into a cluster of two programs, keeping this
+        # (choose_tiling may turn a transposed tile into a cluster of programs, keeping this
         # launch as its fallback: see _clustered.)
-        # Rows of x hold whole reductions; 8192 elements with 32 a thread, unless the tile is
+        # Rows of x hold whole reductions; `persistent_elements` elements, unless the tile is
         # contiguous along x (a transposed reduction), where wider rows make longer memory
-        # segments: 32768 elements (8 warps, 128 a thread), or 16384 (4 warps) when every point
-        # also runs a special-function op (exp, sigmoid, ...). At 32 x 1024 a program holds
-        # 184-226 registers a thread, one program a multiprocessor, and per-point exps then sit
-        # between each program's load and store with nothing to hide them. On an H200 (explore
-        # rounds 11-14; % of copy, or ms): softmax_bias_t 71% with 8 rows x 8 warps, 76-77% with
-        # 16 x 4, 67% with 32 x 8; layernorm+sigmoid 0.0826 ms with 16 x 8, 0.0857 with 32 x 8;
-        # layernorm_t 78-80% with 16 x 4, 80-81% with 32 x 8; an RMS norm 0.0805 -> 0.0770 ms and
-        # a column mean 0.0506 -> 0.0440 ms from 16 x 4 to 32 x 8.
+        # segments: `persistent_outer_elements` (the most warps, a multiprocessor's registers for
+        # one program), or fewer when every point also runs a special-function op (exp, sigmoid,
+        # ...): per-point exps would sit between a lone program's load and store with nothing to
+        # hide them.
         rb = rcap
-        target, per_thread = ((16384 if sfu else 32768), 128) if outer else (8192, 32)
-        xb = max(1, min(xcap, target // rb, o.max_xblock))
+        if outer:
+            target = t.persistent_outer_sfu_elements if sfu else t.persistent_outer_elements
+            per_thread = t.persistent_outer_per_thread
+        else:
+            target, per_thread = t.persistent_elements, t.persistent_per_thread
+        xb = max(1, min(xcap, target // rb, t.max_xblock))
         default = LaunchConfig(
-            (("XBLOCK", xb), ("R0_BLOCK", rb)), max(1, min(8, xb * rb // (32 * per_thread)))
+            (("XBLOCK", xb), ("R0_BLOCK", rb)),
+            max(1, min(t.max_warps, xb * rb // (g.warp_size * per_thread))),
         )
         cands = [cfg(xb, rb) for xb in (1, 2, 4, 8, 16, 32, 64) if 1024 <= xb * rb <= 16384]
         if outer:
-            cands += [cfg(xb, rb) for xb in (32, 64) if xb * rb == 32768]
+            cands += [cfg(xb, rb) for xb in (32, 64) if xb * rb == t.persistent_outer_elements]
         return default, _unique(default, cands)
-    # Looped: about four programs a multiprocessor (512 on an H200's 132), else a few
-    # programs stream the whole tensor with too few loads in flight (64 programs of 64 rows ran
-    # tsum at 57% of the copy bandwidth); the tile holds ~8192 elements of tile-wide accesses per
-    # program (tsum, 2 loads: 8 x 512; three_layouts_mean, 3 loads and a store: 16 x 128; both
-    # measured best of their sweeps on an H200) with one warp per 512 elements.
-    programs = _prev_power_of_2(4 * o.multiprocessors)
-    xb = max(1, min(64, o.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // programs))))
-    rb = max(16, _prev_power_of_2(8192 // (xb * _tile_accesses(launch))))
-    default = cfg(xb, rb)
-    default = LaunchConfig(
-        default.blocks, max(1, min(8, default.block("XBLOCK") * default.block("R0_BLOCK") // 512))
+    # Looped: about `looped_programs_per_multiprocessor` programs a multiprocessor, else a few
+    # programs stream the whole tensor with too few loads in flight; the tile holds about
+    # `looped_elements` elements of tile-wide accesses per program.
+    programs = _prev_power_of_2(t.looped_programs_per_multiprocessor * g.multiprocessors)
+    xb = max(
+        1, min(t.looped_max_xblock, t.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // programs)))
     )
+    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
+    default = cfg(xb, rb)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
     return default, _unique(default, cands)
 
@@ -757,21 +796,20 @@ def _split(
     per x tile.
 
     Split when the x tiles alone give fewer than `split_target` programs (an outer reduction
-    over few columns, a row sum over few rows). The tile is 32 wide in x, so that an access
-    contiguous along x moves 128 bytes per row. Chunks are counted in blocks of ~8192 elements
-    of tile-wide accesses: the fewest chunks that reach `split_target` programs, each a whole
-    number of blocks (no r mask) and at least `split_min_r_blocks` of them. The loop's R0_BLOCK
-    is then widened within a chunk, up to 256 points and 32768 elements of tile-wide accesses
-    (an access contiguous along r moves 1 KB of float32); one warp per 512 elements, at most 8.
-    On an H200: three_layouts_mean 16 x 256 programs, 0.156 -> 0.139 ms (benchmarks/results);
-    its R0_BLOCK 64 -> 256 (8 warps), 0.1480-0.1485 -> 0.1399 ms, 86% -> 91% of copy, and
-    tsum's 128 -> 256, 0.0781-0.0784 -> 0.0772-0.0773 ms (explore round 17, twice)."""
+    over few columns, a row sum over few rows). The tile is `split_xblock` wide in x, so that an
+    access contiguous along x moves a cache line or more per row. Chunks are counted in blocks
+    of a looped tile (`looped_elements` elements of tile-wide accesses): the fewest chunks that
+    reach `split_target` programs, each a whole number of blocks (no r mask) and at least
+    `split_min_r_blocks` of them. The loop's R0_BLOCK is then widened within a chunk, up to
+    `split_max_r0_block` points and `split_wide_elements` elements of tile-wide accesses; one
+    warp per `reduction_points_per_warp` elements."""
     if not o.split_target or not _splittable(launch):
         return None
+    t = o.tuning
     xnumel, rnumel = launch.axes[0].numel, launch.axes[1].numel
-    xb = max(1, min(32, o.max_xblock, next_power_of_2(xnumel)))
-    rb = max(16, _prev_power_of_2(8192 // (xb * _tile_accesses(launch))))
-    rb = max(1, min(rb, o.max_r0_block, next_power_of_2(rnumel)))
+    xb = max(1, min(t.split_xblock, t.max_xblock, next_power_of_2(xnumel)))
+    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
+    rb = max(1, min(rb, t.max_r0_block, next_power_of_2(rnumel)))
     xtiles = cdiv(xnumel, xb)
     if xtiles >= o.split_target or rnumel % rb:
         return None
@@ -779,7 +817,7 @@ def _split(
     chunks = 0
     # The first divisor of `blocks` that reaches the target (so at most about split_target
     # candidates are tried), else the largest allowed one; the grid's second dimension caps it.
-    for d in range(2, min(blocks // max(1, o.split_min_r_blocks), GRID_Y_MAX) + 1):
+    for d in range(2, min(blocks // max(1, t.split_min_r_blocks), o.gpu.max_grid_y) + 1):
         if blocks % d == 0:
             chunks = d
             if xtiles * d >= o.split_target:
@@ -787,18 +825,27 @@ def _split(
     if chunks < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
         return None
     chunk = rnumel // chunks
-    wide = max(1, min(o.max_r0_block, 256, _prev_power_of_2(max(1, 32768 // (xb * _tile_accesses(launch))))))
+    wide = max(
+        1,
+        min(
+            t.max_r0_block,
+            t.split_max_r0_block,
+            _prev_power_of_2(max(1, t.split_wide_elements // (xb * _tile_accesses(launch)))),
+        ),
+    )
     while wide > rb and chunk % wide:
         wide //= 2
     rb = max(rb, wide)
 
     def cfg(x: int, r: int) -> LaunchConfig:
-        return LaunchConfig((("XBLOCK", x), ("R0_BLOCK", r)), max(1, min(8, x * r // 512)))
+        return LaunchConfig(
+            (("XBLOCK", x), ("R0_BLOCK", r)), _warps(x * r, t.reduction_points_per_warp, t.max_warps)
+        )
 
     # Candidates keep the chunks (the grid's second dimension and the partials' layout) and an
     # R0_BLOCK that divides a chunk (the chunk loop has no r mask): the tile halved or doubled
     # along either axis, and the same elements spread the other way.
-    xcap, rcap = min(o.max_xblock, next_power_of_2(xnumel)), min(o.max_r0_block, next_power_of_2(rnumel))
+    xcap, rcap = min(t.max_xblock, next_power_of_2(xnumel)), min(t.max_r0_block, next_power_of_2(rnumel))
     cands = [cfg(xb, rb)]
     for x, r in (
         (xb, rb // 2),
@@ -816,17 +863,19 @@ def _split(
 def finish_tiling(t: Tiling, o: CodegenOptions) -> Tiling:
     """The kernel that finishes a split reduction: a persistent [XBLOCK, chunks] tile of partial
     results per x tile, then the kernel's epilogue."""
+    tu = o.tuning
     xnumel = t.launch.axes[0].numel
     rb = next_power_of_2(t.split)
-    # About one program (x tile) a multiprocessor or more (128 on an H200's 132), one warp per
-    # 512 partials: on an H200, tsum's 4096 results in 16 programs of 256 x 4 warps took 0.0791
-    # ms with its partial kernel, in 128 of 32 x 1 warp 0.0783 ms; three_layouts_mean's 8192 in
-    # 128 of 64 x 2 warps 0.1481 against 0.1487 ms (explore round 8)
-    spread = _prev_power_of_2(max(1, xnumel // _prev_power_of_2(o.multiprocessors)))
-    xb = max(1, min(o.max_xblock, next_power_of_2(xnumel), max(1, 4096 // rb), spread))
-    cfg = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), max(1, min(4, xb * rb // 512)))
+    # About `finish_programs_per_multiprocessor` programs (x tiles) a multiprocessor or more, one
+    # warp per `reduction_points_per_warp` partials.
+    programs = _prev_power_of_2(tu.finish_programs_per_multiprocessor * o.gpu.multiprocessors)
+    spread = _prev_power_of_2(max(1, xnumel // programs))
+    xb = max(1, min(tu.max_xblock, next_power_of_2(xnumel), max(1, tu.finish_elements // rb), spread))
+    cfg = LaunchConfig(
+        (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, tu.reduction_points_per_warp, tu.finish_max_warps)
+    )
     masked = tuple(a for a, n, b in (("x", xnumel, xb), ("r0_", t.split, rb)) if n % b)
-    return Tiling(t.launch, True, cfg, (), masked, t.index_dtype, split=t.split, part="finish")
+    return Tiling(t.launch, True, cfg, (), masked, t.index_dtype, t.grid_y_max, split=t.split, part="finish")
 
 
 # -- index dtype ---------------------------------------------------------------------------------

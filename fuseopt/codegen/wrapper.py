@@ -129,17 +129,18 @@ _FIXED_NAMES = frozenset(
 
 
 def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tuple[Tiling, dict[Key, Key]]:
-    """The first sliding window where at least a third of the values a row needs (loads, points
-    of an unrolled reduction) come from the row before (and at least one), unless a register
-    window (`codegen.cells`) whose cells share at least a third of their loads loads fewer values
-    a point of the output than it (or than the kernel's own loads when no sliding window
-    qualifies): then the register window that loads the fewest, points computed twice by
-    overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile."""
+    """The first sliding window where at least 1/`window_carry_ratio` of the values a row needs
+    (loads, points of an unrolled reduction) come from the row before (and at least one), unless
+    a register window (`codegen.cells`) whose cells share at least 1/`cells_share_ratio` of their
+    loads loads fewer values a point of the output than it (or than the kernel's own loads when
+    no sliding window qualifies): then the register window that loads the fewest, points computed
+    twice by overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile."""
+    t = options.tuning
     window: tuple[Tiling, dict[Key, Key]] | None = None
     per_point: int | None = None
     for cand in window_tilings(graph, launch, options):
         carry, loads, carried = window_plan(graph, cand)
-        if carried and 3 * carried >= loads:
+        if carried and t.window_carry_ratio * carried >= loads:
             window, per_point = (cand, carry), loads - carried
             break
     best: tuple[Fraction, Tiling] | None = None
@@ -149,7 +150,8 @@ def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tup
         cells = cand.cells.rows * cand.cells.cols
         limit = Fraction(needed, cells) if per_point is None else per_point  # values a point otherwise
         cost = Fraction(distinct, cells) * cand.cells.waste  # values loaded a point of the output
-        keep = options.window_shape is not None or 3 * (needed - distinct) >= needed and cost < limit
+        shared = t.cells_share_ratio * (needed - distinct) >= needed
+        keep = options.window_shape is not None or shared and cost < limit
         if needed and keep and (best is None or cost < best[0]):
             best = (cost, cand)
     if best is not None:

@@ -325,11 +325,13 @@ class _DuplicateKey(ValueError):
 
 
 def _no_dup_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(k)
-        out[k] = v
+    out = dict(pairs)
+    if len(out) != len(pairs):  # some key repeats: name the first repetition
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
     return out
 
 
@@ -343,16 +345,20 @@ _BAD_JSON_NUMBER = re.compile(r"-?Infinity|NaN|(?<![0-9])[0-9]{4000,}")
 
 def _depth(data: Any) -> int:
     """Maximum nesting depth, computed iteratively (stops counting past MAX_DEPTH)."""
-    worst = 0
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        obj, d = stack.pop()
-        if isinstance(obj, dict | list):
-            worst = max(worst, d)
-            if d > MAX_DEPTH:
-                return d
-            stack.extend((v, d + 1) for v in (obj.values() if isinstance(obj, dict) else obj))
-    return worst
+    # Level by level, keeping only the containers: most values are scalars.
+    containers = (dict, list)  # a tuple: `dict | list` would build a union for every value
+    level = [data] if isinstance(data, containers) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return depth
+        inner: list[Any] = []
+        for obj in level:
+            values = obj.values() if isinstance(obj, dict) else obj
+            inner += [v for v in values if isinstance(v, containers)]
+        level = inner
+    return depth
 
 
 def is_yaml_path(path: str) -> bool:

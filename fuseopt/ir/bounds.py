@@ -422,7 +422,7 @@ def check_node_bounds(
     def visit(e: Expr, conds: list[tuple[Linear, Interval]] | None, in_mask: bool) -> None:
         if isinstance(e, Masked):
             visit(e.cond, conds, in_mask)
-            new = constraints(e.cond, ranges)
+            new = _typed_constraints(e.cond, ranges, ranges_key)
             inner = None if new is None or conds is None else conds + new
             visit(e.body, inner, True)
             visit(e.other, conds, in_mask)
@@ -465,4 +465,26 @@ def _typed_interval(e: Expr, ranges: Mapping[str, int], key: tuple[tuple[str, in
     if len(_INTERVALS) >= _INTERVALS_MAX:
         _INTERVALS.clear()
     _INTERVALS[k] = r
+    return r
+
+
+# Mask conditions repeat likewise (a padded window's bounds test in every pooling node), keyed the
+# same way; the lists are shared, never changed (`conds + new` above makes a new one).
+_CONSTRAINTS: dict[tuple[Expr, tuple[tuple[str, int], ...]], list[tuple[Linear, Interval]] | None] = {}
+
+
+def _typed_constraints(
+    cond: Expr, ranges: Mapping[str, int], key: tuple[tuple[str, int], ...]
+) -> list[tuple[Linear, Interval]] | None:
+    if cond.dtype is None:
+        return constraints(cond, ranges)
+    k = (cond, key)
+    try:
+        return _CONSTRAINTS[k]
+    except KeyError:
+        pass
+    r = constraints(cond, ranges)
+    if len(_CONSTRAINTS) >= _INTERVALS_MAX:
+        _CONSTRAINTS.clear()
+    _CONSTRAINTS[k] = r
     return r

@@ -249,15 +249,18 @@ def _check_loops(
 ) -> tuple[LoopVar, ...]:
     out = []
     for j, (name, size) in enumerate(loops):
-        p = f"{ptr}/{j}/0"
-        if name in seen:
-            sink.add(f"loop variable {name!r} is declared twice", p, code="duplicate")
-        elif name in dtypes:
-            sink.add(f"loop variable {name!r} collides with a buffer name", p, code="name")
-        elif name in KEYWORDS:
-            sink.add(
-                f"loop variable {name!r} is a keyword or function of the expression language", p, code="name"
-            )
+        if name in seen or name in dtypes or name in KEYWORDS:
+            p = f"{ptr}/{j}/0"
+            if name in seen:
+                sink.add(f"loop variable {name!r} is declared twice", p, code="duplicate")
+            elif name in dtypes:
+                sink.add(f"loop variable {name!r} collides with a buffer name", p, code="name")
+            else:
+                sink.add(
+                    f"loop variable {name!r} is a keyword or function of the expression language",
+                    p,
+                    code="name",
+                )
         seen.add(name)
         out.append(LoopVar(name, size))
     return tuple(out)

@@ -24,6 +24,7 @@ must read only its elements (`view_read_problem`), never storage no one writes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from fuseopt.ir.bounds import interval, linear_form
@@ -66,7 +67,13 @@ def digits(pairs: Iterable[tuple[int, int]]) -> Digits:
 
 
 def buffer_form(b: BufferInfo) -> tuple[int, Digits]:
-    return b.offset, digits(zip(b.stride, b.shape, strict=True))
+    return b.offset, _layout_digits(b.stride, b.shape)
+
+
+@lru_cache(maxsize=4096)
+def _layout_digits(stride: tuple[int, ...], shape: tuple[int, ...]) -> Digits:
+    # A graph's buffers share a few layouts; the layout and the store checks both ask for them.
+    return digits(zip(stride, shape, strict=True))
 
 
 def affine_form(index: Expr, loops: Sequence[LoopVar]) -> tuple[int, Digits] | None:
@@ -87,6 +94,13 @@ def affine_form(index: Expr, loops: Sequence[LoopVar]) -> tuple[int, Digits] | N
             k = -k
         pairs.append((k, lv.size))
     return const, digits(pairs)
+
+
+@lru_cache(maxsize=4096)
+def _store_form(index: Expr, loops: tuple[LoopVar, ...]) -> tuple[int, Digits] | None:
+    """`affine_form` of a store, memoised: nodes repeat a few store indices over the same loops.
+    Keys are typed trees (spans take no part; typing makes structural equality exact)."""
+    return affine_form(index, loops)
 
 
 # -- layouts ------------------------------------------------------------------------------------
@@ -215,7 +229,7 @@ def store_problem(node: ComputeNode, b: BufferInfo) -> str | None:
 
     Assumes `b`'s layout passed `layout_problem` and the store stays inside the storage."""
     index = node.store.index
-    form = affine_form(index, node.loops)
+    form = _store_form(index, node.loops)
     want = buffer_form(b)
     if form == want:
         return None

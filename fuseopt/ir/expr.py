@@ -35,8 +35,16 @@ KEYWORDS = frozenset(
 )
 
 
+class _HashSlot:
+    """Where a node keeps its hash (see `_hash_once`): a slot outside the dataclass fields, so
+    that equality, repr, pickling and `dataclasses.replace` never see it."""
+
+    __slots__ = ("_hash",)
+    _hash: int
+
+
 @dataclass(frozen=True, slots=True)
-class Expr:
+class Expr(_HashSlot):
     span: Span = field(default=_NOSPAN, compare=False, repr=False, kw_only=True)
     dtype: DType | None = field(default=None, kw_only=True)
 
@@ -174,6 +182,25 @@ class Reduce(Expr):
         return replace(self, x=children[0])
 
 
+def _hash_once(structural: Callable[[Expr], int]) -> Callable[[Expr], int]:
+    def __hash__(self: Expr) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            h = structural(self)
+            object.__setattr__(self, "_hash", h)  # frozen: set past the dataclass's __setattr__
+            return h
+
+    return __hash__
+
+
+# Trees are dictionary keys (interval, dependency and loop-order caches) and the generated
+# __hash__ hashes the whole subtree on every call: each node computes it once (the same value, the
+# hash of its compared fields) and keeps it. A new node (`replace`, unpickling) starts without.
+for _cls in (Expr, Const, Var, Load, Masked, IndexValue, Unary, Binary, Where, Cast, Reduce):
+    _cls.__hash__ = _hash_once(_cls.__hash__)  # type: ignore[method-assign, assignment]
+
+
 def walk(e: Expr) -> Iterator[Expr]:
     """Pre-order traversal (iterative: trees are at most 1024 nodes but callers may nest)."""
     stack = [e]
@@ -195,7 +222,20 @@ def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
 
 
 def loads(e: Expr) -> list[Load]:
-    return [n for n in walk(e) if isinstance(n, Load)]
+    """Every load, in `walk`'s order (loads inside indices too); `walk` inlined, as every node of
+    a graph asks this once."""
+    out: list[Load] = []
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Load):
+            out.append(node)
+            stack.append(node.index)
+        else:
+            kids = node.children()
+            if kids:
+                stack.extend(reversed(kids))
+    return out
 
 
 def free_vars(e: Expr) -> set[str]:

@@ -12,12 +12,14 @@ Only ASCII is accepted (`\\d` and `\\s` would let Unicode digits and spaces in).
 Loading a large graph parses tens of thousands of expressions, so the parser works on parallel
 token lists rather than token objects, and `parse_expr_text` memoises short texts (trees are
 frozen, so sharing one is safe; the cache is bounded in entries and in text length, so that it
-never holds much memory).
+never holds much memory). Within texts, an index repeated at the same offset (`b1[128*i0 + i1]`,
+`b2[128*i0 + i1]`) is parsed once (`_Parser.bracketed`), and spans are shared values.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -49,18 +51,22 @@ MAX_NESTING = 2 * (MAX_DEPTH + 1)
 MAX_NODES = 1024
 MAX_INT = 2**63  # |literal| < MAX_INT
 
-# Token kinds (the regex group numbers below).
+# Token kinds.
 _FLOAT, _INT, _NAME, _OP, _BAD, _END = 1, 2, 3, 4, 5, 6
 _KIND_NAMES = {_FLOAT: "float", _INT: "int", _NAME: "name", _OP: "op", _END: "end"}
 
 # Every non-blank character starts some alternative (the last one catches the rest), so matches
-# are contiguous. ASCII only: `\d` and `\s` would admit Unicode digits and spaces.
+# are contiguous: the blanks before each token (group 1) and the tokens give every start position.
+# Names and operators, the most frequent tokens, are tried first (no other alternative can start
+# like them); a float before an int, which is a float's prefix. ASCII only: `\d` and `\s` would
+# admit Unicode digits and spaces.
+_BLANKS = " \t\r\n\f\v"
 _TOKEN = re.compile(
-    r"""[ \t\r\n\f\v]*(?:
-      ((?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
-    | ([0-9]+)
-    | ([A-Za-z_][A-Za-z0-9_]*)
+    r"""([ \t\r\n\f\v]*)(?:
+      ([A-Za-z_][A-Za-z0-9_]*)
     | (//|<=|>=|==|!=|[-+*/%<>&|~()\[\],])
+    | ((?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
+    | ([0-9]+)
     | ([^ \t\r\n\f\v])
     )""",
     re.VERBOSE,
@@ -94,6 +100,11 @@ _WORD_CONSTS: dict[str, float | bool] = {
 }
 
 
+# Spans are frozen values, and a graph's expressions share a few hundred (start, end) pairs: the
+# parser takes one object per pair instead of constructing one per node.
+_span: Callable[[int, int], Span] = lru_cache(maxsize=1 << 14)(Span)
+
+
 @dataclass(frozen=True, slots=True)
 class Token:
     kind: str  # float | int | name | op | end
@@ -121,21 +132,33 @@ def _lex(text: str) -> tuple[list[int], list[str], list[int]]:
     kinds: list[int] = []
     texts: list[str] = []
     starts: list[int] = []
+    add_kind, add_text, add_start = kinds.append, texts.append, starts.append
+    pos = 0
     # Up to the last token: trailing blanks made every start position among them backtrack the
-    # whole run (4096 blanks took seconds).
-    for m in _TOKEN.finditer(text, 0, len(text.rstrip(" \t\r\n\f\v"))):
-        k = m.lastindex
-        if k is None:  # pragma: no cover - every match has a token group
-            continue
-        if k == _BAD:
-            pos = m.start(k)
-            raise ExprError(f"unexpected character {text[pos]!r}", text, Span(pos, pos + 1), code="syntax")
-        kinds.append(k)
-        texts.append(m.group(k))
-        starts.append(m.start(k))
-    kinds.append(_END)
-    texts.append("")
-    starts.append(len(text))
+    # whole run (4096 blanks took seconds). `findall` and tuples: match objects cost a third more.
+    for blank, word, op, flt, num, bad in _TOKEN.findall(text, 0, len(text.rstrip(_BLANKS))):
+        if blank:
+            pos += len(blank)
+        if word:
+            add_kind(_NAME)
+            tok = word
+        elif op:
+            add_kind(_OP)
+            tok = op
+        elif num:
+            add_kind(_INT)
+            tok = num
+        elif flt:
+            add_kind(_FLOAT)
+            tok = flt
+        else:
+            raise ExprError(f"unexpected character {bad!r}", text, Span(pos, pos + 1), code="syntax")
+        add_text(tok)
+        add_start(pos)
+        pos += len(tok)
+    add_kind(_END)
+    add_text("")
+    add_start(len(text))
     return kinds, texts, starts
 
 
@@ -230,10 +253,12 @@ class _Parser:
                 break
             self.i += 1
             right = self.expr(prec)
-            span = Span(left.span.start, right.span.end)
+            span = _span(left.span.start, right.span.end)
             if prec == _COMPARE_PREC and self._is_compare(left):
                 raise self.error("comparisons do not chain; write (a < b) & (b < c)", span)
-            self.count(span)
+            self.nodes += 1  # self.count(span), inline: this runs for every operator
+            if self.nodes > MAX_NODES:
+                raise self.error(f"expression has more than {MAX_NODES} nodes", span, code="limit")
             left = Binary(op, left, right, span=span)
         self.depth -= 1
         return left
@@ -253,22 +278,22 @@ class _Parser:
                 nk = self.kinds[i + 1]
                 if nk in (_INT, _FLOAT):
                     lit = self.literal()
-                    span = Span(start, lit.span.end)
+                    span = _span(start, lit.span.end)
                     self.count(span)
                     return Const(-lit.value, span=span)
                 if nk == _NAME and self.texts[i + 1] == "inf":
                     self.i = i + 2
-                    span = Span(start, self.starts[i + 1] + 3)
+                    span = _span(start, self.starts[i + 1] + 3)
                     self.count(span)
                     return Const(float("-inf"), span=span)
                 x = self.expr(_NEG_PREC)
-                span = Span(start, x.span.end)
+                span = _span(start, x.span.end)
                 self.count(span)
                 return Unary("neg", x, span=span)
             if t == "~":
                 self.i = i + 1
                 x = self.expr(_NOT_PREC)
-                span = Span(start, x.span.end)
+                span = _span(start, x.span.end)
                 self.count(span)
                 return Unary("not", x, span=span)
             if t == "+":
@@ -280,7 +305,7 @@ class _Parser:
         self.i = i + 1
         text = self.texts[i]
         start = self.starts[i]
-        span = Span(start, start + len(text))
+        span = _span(start, start + len(text))
         if self.kinds[i] == _INT:
             v = int(text)
             if v >= MAX_INT:
@@ -305,7 +330,7 @@ class _Parser:
             e = self.expr(0)
             close = self.expect(")")
             # Keep the parenthesised span so carets cover what the user wrote.
-            return replace(e, span=Span(self.starts[i], close + 1))
+            return replace(e, span=_span(self.starts[i], close + 1))
         if k == _END:
             raise self.error("unexpected end of expression", self.span_at(i))
         raise self.error(f"unexpected {self.texts[i]!r}", self.span_at(i))
@@ -315,26 +340,63 @@ class _Parser:
         word = self.texts[i]
         start = self.starts[i]
         self.i = i + 1
-        span = Span(start, start + len(word))
         const = _WORD_CONSTS.get(word)
         if const is not None:
+            span = _span(start, start + len(word))
             self.count(span)
             return Const(const, span=span)
         if self.kinds[i + 1] == _OP:
             nxt = self.texts[i + 1]
             if nxt == "[":
                 self.i = i + 2
-                index = self.expr(0)
+                index = self.bracketed()
                 close = self.expect("]")
-                span = Span(start, close + 1)
+                span = _span(start, close + 1)
                 self.count(span)
                 return Load(word, index, span=span)
             if nxt == "(":
                 return self.call(i)
+        span = _span(start, start + len(word))
         if word in _CALLABLES:
             raise self.error(f"{word!r} is a function and needs arguments: {word}(...)", span)
-        self.count(span)
+        self.nodes += 1  # self.count(span), inline: most nodes are variables
+        if self.nodes > MAX_NODES:
+            raise self.error(f"expression has more than {MAX_NODES} nodes", span, code="limit")
         return Var(word, span=span)
+
+    def bracketed(self) -> Expr:
+        """The index of `name[...]`, its `[` consumed; the parse stops before the `]`.
+
+        A graph's nodes repeat a few index texts at the same offsets (`b1[128*i0 + i1]`,
+        `b2[128*i0 + i1]`): the tree of one is every other's (same tokens at the same positions,
+        so the same spans), shared, as trees are frozen. Only a tree that parsed is kept, with its
+        node count, and it is reused only where the limits leave room for it (else the text is
+        parsed again, to the same error).
+        """
+        first = self.i
+        texts = self.texts
+        try:
+            close = texts.index("]", first)  # only an operator token reads "]"
+        except ValueError:
+            return self.expr(0)
+        if "[" in texts[first:close]:  # nested brackets (indirect indexing): not kept
+            return self.expr(0)
+        start = self.starts[first]
+        key = (self.text[start : self.starts[close]], start)
+        hit = _INDICES.get(key)
+        if hit is not None and self.nodes + hit[1] <= MAX_NODES and self.depth + close - first < MAX_NESTING:
+            # Each level of the parser's recursion consumes a token first: parsing these tokens
+            # again would stay within MAX_NESTING, and add hit[1] nodes.
+            self.nodes += hit[1]
+            self.i = close
+            return hit[0]
+        nodes = self.nodes
+        e = self.expr(0)
+        if self.i == close and len(key[0]) <= _CACHED_INDEX:
+            if len(_INDICES) >= _INDICES_MAX:
+                _INDICES.clear()
+            _INDICES[key] = (e, self.nodes - nodes)
+        return e
 
     def call(self, name_i: int) -> Expr:
         word = self.texts[name_i]
@@ -353,7 +415,7 @@ class _Parser:
                     continue
                 break
         close = self.expect(")")
-        span = Span(self.starts[name_i], close + 1)
+        span = _span(self.starts[name_i], close + 1)
         allowed = _ARITY[word]
         if len(args) not in allowed:
             counts = sorted(allowed)
@@ -439,6 +501,10 @@ def tree_height(e: Expr) -> tuple[int, Expr | None]:
 
 
 _CACHED_TEXT = 256
+# Bracketed indices kept by `_Parser.bracketed`: (text, offset) -> (tree, nodes); bounded.
+_INDICES: dict[tuple[str, int], tuple[Expr, int]] = {}
+_INDICES_MAX = 4096
+_CACHED_INDEX = 128
 
 
 @lru_cache(maxsize=2048)

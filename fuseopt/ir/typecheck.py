@@ -30,6 +30,7 @@ from fuseopt.ir.expr import (
     Var,
     Where,
     to_text,
+    walk,
 )
 
 # Unary functions by result rule: "float" -> floating (ints promote to float32), "same" -> operand
@@ -79,6 +80,23 @@ _SYMBOL = {"neg": "unary '-'", "sub": "'-'", "floordiv": "'//'", "mod": "'%'"}
 INDEX_BINARY = frozenset({"add", "sub", "mul", "floordiv", "mod", "minimum", "maximum"})
 
 assert set(BINARY_RESULT) == set(ARITH_OPS) | set(BINARY_FUNCS) | set(COMPARE_OPS) | set(LOGIC_OPS)
+
+
+class _TypedIndex:
+    """The typed tree of a parsed index without loads, and the names of its variables (found
+    when it is first reused). It holds the parsed tree, so that no other object takes its id."""
+
+    __slots__ = ("parsed", "typed", "names")
+
+    def __init__(self, parsed: Expr, typed: Expr) -> None:
+        self.parsed = parsed
+        self.typed = typed
+        self.names: tuple[str, ...] | None = None
+
+
+# By the id of the parsed tree (`TypeChecker.load_index`); bounded.
+_TYPED_INDICES: dict[int, _TypedIndex] = {}
+_TYPED_INDICES_MAX = 4096
 
 
 def _const_dtype(v: int | float | bool) -> DType:
@@ -157,8 +175,26 @@ class TypeChecker:
         dtype = self.buffers.get(e.buffer)
         if dtype is None:
             raise self.error(f"unknown buffer {e.buffer!r}", e, code="name")
-        typed = Load(e.buffer, self.index(e.index), span=e.span, dtype=dtype)
+        typed = Load(e.buffer, self.load_index(e.index), span=e.span, dtype=dtype)
         self.loads.append(typed)
+        return typed
+
+    def load_index(self, e: Expr) -> Expr:
+        """`index(e)`, shared: the parser shares the index trees of equal texts at equal offsets
+        (`_Parser.bracketed`), and the typed tree of one without loads depends on nothing else but
+        whether its variables are in scope (if one is not, `index` raises as before)."""
+        hit = _TYPED_INDICES.get(id(e))
+        if hit is not None and hit.parsed is e:
+            if hit.names is None:  # met a second time: worth knowing its variables
+                hit.names = tuple({n.name for n in walk(e) if isinstance(n, Var)})
+            if all(name in self.loop_vars for name in hit.names):
+                return hit.typed
+        n_loads = len(self.loads)
+        typed = self.index(e)
+        if len(self.loads) == n_loads:  # no indirect load inside
+            if len(_TYPED_INDICES) >= _TYPED_INDICES_MAX:
+                _TYPED_INDICES.clear()
+            _TYPED_INDICES[id(e)] = _TypedIndex(e, typed)
         return typed
 
     # -- value context --------------------------------------------------------------------

@@ -13,11 +13,13 @@ applied greedily, re-checking legality against the groups as they are by then.
 Candidate order is where the two scorings differ: `inductor` walks groups in node-list order (so
 list order reaches decisions, faithfully); `stable` walks them by (dependency depth, name).
 
-Stable scoring at the size cap: when --max-fusion-size rejected a pair or a kernel is full, and
-the plan has more kernels than the bound `_fewest_kernels` allows any plan, the graph is planned again with chains packed (`_fill_seeds`: each node seeded into its latest
+Stable scoring at the size cap: when --max-fusion-size rejected a pair or a kernel is full, the
+graph is planned again with chains packed (`_fill_seeds`: each node seeded into its latest
 producer's kernel in topological order, so a kernel fills to the cap and the next node starts the
 next one), then with nodes stranded beside a full kernel seeded into it (`_stranded`, up to
-MAX_REPLANS times); the plan with the fewest kernels is kept (the first plan on ties).
+MAX_REPLANS times); the plan with the fewest kernels is kept (the first plan on ties). A plan
+that meets `_fewest_kernels` (every extern alone, every other kernel full) ends the search: no
+plan has fewer kernels.
 """
 
 from __future__ import annotations
@@ -129,6 +131,7 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
     else:
         numbers = {n.name: i for i, n in enumerate(graph.nodes)}
     state = FusionState(graph, dict(deps), numbers, by_name=opts.scoring == "stable")
+    state.detailed = False
     levels = dag_levels(graph)
     rec = _Recorder(state.label)
     reorders: list[Reorder] = []
@@ -145,7 +148,6 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
             # filled up; keep a plan only when it has fewer kernels.
             first = (state, rec, reorders)
             state, rec, reorders = _replan_at_cap(graph, deps, opts, levels, numbers, hook, first)
-        state.verdicts.clear()  # _stranded asked under another size cap
     else:
         rounds = 0
         for rnd in range(opts.max_rounds):
@@ -160,6 +162,10 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
         reorders = hook.finish(state, reorders)
         current = state.current_graph()
 
+    # The final kernels are asked again, in full detail (verdicts cached during the search have
+    # terse cycle details, and _stranded asked under another size cap).
+    state.verdicts.clear()
+    state.detailed = True
     _extern_rejections(state, rec)
     if opts.scoring == "stable":  # members in (depth, name) order: topological, and order-free
         groups = tuple(tuple(sorted(g.members, key=lambda m: (levels[m], m))) for g in state.ordered_groups())
@@ -198,6 +204,7 @@ def _replan_at_cap(
 
     def plan(seeds: tuple[tuple[str, str], ...]) -> Planned:
         again = FusionState(graph, dict(deps), numbers, by_name=True)
+        again.detailed = False
         again_rec = _Recorder(again.label)
         again_reorders: list[Reorder] = []
         stable_fuse(again, opts, levels, again_rec.reject, again_rec.decisions, hook, again_reorders, seeds)
@@ -208,7 +215,10 @@ def _replan_at_cap(
     if len(packed[0].groups) < len(best[0].groups):
         best, base = packed, fill
     seeds: set[tuple[str, str]] = set()
+    fewest = _fewest_kernels(graph, opts)
     for _ in range(MAX_REPLANS):
+        if len(best[0].groups) <= fewest:
+            break  # no plan has fewer kernels
         found = set(_stranded(best[0], opts, hook)) - seeds
         if not found:
             break

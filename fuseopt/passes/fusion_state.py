@@ -98,7 +98,12 @@ class FusionState:
         self.version: dict[int, int] = dict.fromkeys(self.groups, 0)
         # (gid, gid) -> ((version, version), verdict): the latest verdict of each pair of groups
         self.verdicts: dict[tuple[int, int], tuple[tuple[int, int], Any]] = {}
+        # False while the fusion pass searches: a cycle's detail (the kernels on the path) is
+        # spelled out only for verdicts that reach the plan or `explain` (found again then)
+        self.detailed = True
         self.single_use_cache: dict[tuple[int, int], dict[tuple[str, int], int]] = {}
+        # legality's match_read verdicts by (producer, reader, load, space), nodes by identity
+        self.match_memo: dict[tuple[int, int, int, int, int], tuple[Any, Any, Any, Any]] = {}
         self.access = AccessTable(graph)
         self.users = self.access.users
         self.summaries: dict[int, Summary] = {}  # points read and written per buffer, by group
@@ -196,7 +201,9 @@ class FusionState:
             a, b = b, a
         elif not self.is_ancestor(a, b):
             return False
-        return bool(self._via(a, b))
+        if b.gid not in a.succ:  # a reaches b, and not directly: through another group
+            return True
+        return self.reach.reaches_around(a.gid, b.gid)
 
     def path_via(self, a: Group, b: Group) -> list[str]:
         """Kernels on a path between a and b (named by their label, for the reason's detail)."""

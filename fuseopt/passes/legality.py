@@ -147,7 +147,7 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
 def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int) -> Verdict:
     if state.is_ancestor(g2, g1):
         g1, g2 = g2, g1
-    via = state.path_via(g1, g2)
+    via = state.path_via(g1, g2) if state.detailed else []
     return Verdict.no(
         "would_create_cycle",
         f"path {_label(g1)} -> {' -> '.join(via) or '...'} -> {_label(g2)} through another kernel",
@@ -278,8 +278,15 @@ def _vertical_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | None:
     # does); reads of what the epilogue's compute members write are fused and checked like any.
     space = Space(g2.numel) if g1.kind == "template" else _fused_space(g1, g2)
     bad: dict[Dep, str] = {}
+    memo = state.match_memo
     for producer, node, ld in _fused_reads(state, g1, g2):
-        m = match_read(producer, ld, node, space)
+        # a growing kernel asks about the same (producer, read) pairs again and again; nodes are
+        # frozen and the entry keeps them alive, so identity names them
+        key = (id(producer), id(node), id(ld), space.numel, space.rnumel)
+        hit = memo.get(key)
+        if hit is None or hit[0] is not producer or hit[1] is not node or hit[2] is not ld:
+            hit = memo[key] = (producer, node, ld, match_read(producer, ld, node, space))
+        m = hit[3]
         if not m.ok:
             dep = canonical_dep(ld.buffer, ld.index, (*node.loops, *node.reduce))
             bad[dep] = min(bad.get(dep, m.reason), m.reason)
@@ -301,6 +308,8 @@ def _fused_reads(state: FusionState, g1: Group, g2: Group) -> list[tuple[Compute
     """(producer in g1, reader in g2, load) for every load in g2 of a buffer g1 writes, found from
     the smaller group's side (so a growing kernel costs its new neighbour's size, not its own)."""
     out: list[tuple[ComputeNode, ComputeNode, Load]] = []
+    if g2.gid not in g1.succ:  # no member of g2 reads what g1 writes
+        return out
     if len(g2.members) <= len(g1.members):
         for m in g2.members:
             for ld in state.loads(m):

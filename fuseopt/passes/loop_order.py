@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from fuseopt.analysis.deps import MemoryDep, canonical_dep
 from fuseopt.analysis.shapes import split_loops
 from fuseopt.ir.bounds import linear_form
-from fuseopt.ir.expr import Load, Var, walk
+from fuseopt.ir.expr import Load, Var
 from fuseopt.ir.graph import ComputeNode, Graph, LoopVar
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import Verdict, check_fusion

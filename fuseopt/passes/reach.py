@@ -7,7 +7,8 @@ dynamic topological order, applied to contracting two groups): the later side's 
 window first, then the fused group, then the earlier side's descendants in the window; every
 other group keeps its place. Queries and fusions cost O(the groups and edges of their window) --
 a handful for the planner's candidates, which are neighbours in dependency depth -- and answers
-are memoised until the next fusion. The answers never depend on the order itself, only the cost.
+are memoised (a no until the next fusion, a yes for good: contraction only adds paths). The
+answers never depend on the order itself, only the cost.
 """
 
 from __future__ import annotations
@@ -25,17 +26,57 @@ class Reach:
     def __init__(self, groups: Mapping[int, _Node], order: Iterable[int]):
         self.groups = groups
         self.pos: dict[int, int] = {g: i for i, g in enumerate(order)}  # a topological order
+        # answers memoised: paths only grow as groups contract (a path through either of two
+        # groups runs through their union), so a yes stays a yes; a no holds until the next fusion
         self.known: dict[tuple[int, int], bool] = {}
+        self.reached: set[tuple[int, int]] = set()
 
     def reaches(self, a: int, b: int) -> bool:
         """Is there a path a -> ... -> b (a != b)?"""
         pb = self.pos[b]
         if a == b or self.pos[a] >= pb or not self.groups[a].succ or not self.groups[b].pred:
             return False
+        if (a, b) in self.reached:
+            return True
         hit = self.known.get((a, b))
         if hit is None:
-            hit = self.known[(a, b)] = b in self._search(a, pb, forward=True, stop=b)
+            hit = self.known[(a, b)] = self._find(a, b)
+            if hit:
+                self.reached.add((a, b))
         return hit
+
+    def _find(self, a: int, b: int) -> bool:
+        """A depth-first search for b from a, inside the window, looking at each group's
+        successors for b before going deeper."""
+        pos, groups = self.pos, self.groups
+        pb = pos[b]
+        seen: set[int] = set()
+        stack = [a]
+        while stack:
+            succ = groups[stack.pop()].succ
+            if b in succ:
+                return True
+            for n in succ:
+                if n not in seen and pos[n] < pb:
+                    seen.add(n)
+                    stack.append(n)
+        return False
+
+    def reaches_around(self, a: int, b: int) -> bool:
+        """Is there a path a -> other -> ... -> b through a group other than a and b? (One forward
+        search from a's other successors, inside the window, ending where it meets b.)"""
+        pos, groups = self.pos, self.groups
+        pb = pos[b]
+        stack = [s for s in groups[a].succ if s != b and pos[s] < pb]
+        seen = set(stack)
+        while stack:
+            for n in groups[stack.pop()].succ:
+                if n == b:
+                    return True
+                if n not in seen and pos[n] < pb:
+                    seen.add(n)
+                    stack.append(n)
+        return False
 
     def ancestors_between(self, b: int, a: int) -> set[int]:
         """The groups placed after a that reach b (b's ancestors in the window a..b)."""

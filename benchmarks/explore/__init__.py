@@ -1,1 +1,0 @@
-"""Exploration rounds behind fuseopt's launch choices (run through benchmarks/explore_gpu.py)."""

@@ -1,0 +1,101 @@
+"""GPU targets: one file per GPU, each a frozen `Target` (hardware facts and tuned constants).
+
+`get(name)` and `names()` are the registry (`--target NAME`); `detect()` maps the GPU torch sees
+to a known target, or describes an unknown one from its properties with the default target's
+tuning. Importing this package imports neither torch nor the code generator.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fuseopt.targets.a100 import A100
+from fuseopt.targets.base import Target, Tuned, Tuning, inherited
+from fuseopt.targets.h100 import H100
+from fuseopt.targets.h200 import H200
+
+__all__ = [
+    "A100",
+    "DEFAULT",
+    "H100",
+    "H200",
+    "Target",
+    "Tuned",
+    "Tuning",
+    "detect",
+    "from_properties",
+    "get",
+    "names",
+]
+
+DEFAULT = H200  # what code generation targets unless told: the GPU it is tuned on
+
+_TARGETS: dict[str, Target] = {t.name: t for t in (H200, H100, A100)}
+
+
+def names() -> list[str]:
+    """Every known target's name, sorted."""
+    return sorted(_TARGETS)
+
+
+def get(name: str) -> Target:
+    """The target called `name`; a `KeyError` that lists the known names otherwise."""
+    try:
+        return _TARGETS[name]
+    except KeyError:
+        raise KeyError(f"unknown target {name!r}; known: {', '.join(names())}") from None
+
+
+def detect(device: int = 0) -> Target | None:
+    """The target of CUDA device `device` (`from_properties` of what torch reports), or None
+    when torch sees no GPU. Imports torch."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return from_properties(torch.cuda.get_device_properties(device), hip=torch.version.hip is not None)
+
+
+def from_properties(props: Any, *, hip: bool = False) -> Target:
+    """The known target whose device names and multiprocessor count match `props` (a
+    `torch.cuda.get_device_properties` result, or anything with its attributes), else a target
+    built from them (named after the device) with the default target's tuning, marked as not
+    measured there. NVIDIA's clusters and programmatic dependent launch come with compute
+    capability 9.0; a ROCm device (`hip`) has neither."""
+    name = str(props.name)
+    sms = int(props.multi_processor_count)
+    for t in _TARGETS.values():
+        if t.multiprocessors == sms and any(n.lower() in name.lower() for n in t.device_names):
+            return t
+    cc = (int(props.major), int(props.minor))
+    hopper = not hip and cc >= (9, 0)
+    base = DEFAULT
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+    def prop(attr: str, default: int) -> int:
+        value = getattr(props, attr, None)
+        return int(value) if value else default
+
+    smem_block = prop("shared_memory_per_block_optin", prop("shared_memory_per_block", 49152))
+    return Target(
+        name=slug,
+        description=f"{name} (detected; tuning of the {base.name.upper()}, not measured here)",
+        device_names=(name,),
+        compute_capability=cc,
+        multiprocessors=sms,
+        warp_size=prop("warp_size", 64 if hip else 32),
+        registers_per_multiprocessor=prop("regs_per_multiprocessor", 65536),
+        max_registers_per_thread=255,
+        max_threads_per_block=prop("max_threads_per_block", 1024),
+        shared_memory_per_block=smem_block,
+        shared_memory_per_multiprocessor=prop("shared_memory_per_multiprocessor", smem_block),
+        l2_bytes=prop("L2_cache_size", 0),
+        cache_line_bytes=base.cache_line_bytes,
+        max_vector_bytes=base.max_vector_bytes,
+        max_cluster_size=8 if hopper else 1,
+        programmatic_dependent_launch=hopper,
+        max_grid_y=base.max_grid_y,
+        tuning=base.tuning,
+        provenance=inherited(base),
+    )

@@ -1,0 +1,321 @@
+"""The NVIDIA H200 (SXM): the GPU code generation is tuned on, and the default target.
+
+Hardware facts: NVIDIA's Hopper (GH100) specifications, as torch reports them on the device. Tuned
+constants: each with one line of why and the results file that shows it. `RUNS` is the current
+pair of runs of the six workloads (with `2026-11-30-h200-run2.json`, the run-to-run spread);
+`HISTORY` is the results README's History, which names each explore round's commit (its script
+and JSON). "Not swept": the value was set once and the current runs use it; no run compared
+another value. A commit hash names the commit whose message holds a figure no results file kept.
+"""
+
+from __future__ import annotations
+
+from fuseopt.targets.base import Target, tuned
+
+RUNS = "benchmarks/results/2026-11-30-h200.json"
+HISTORY = "benchmarks/results/README.md (history)"
+
+TUNING, PROVENANCE = tuned(
+    "h200",
+    # -- block caps
+    max_xblock=(
+        1024,
+        "the widest row of a tile: 4 KB of float32, 16-byte loads for 4 warps; the six workloads' launches",
+        RUNS,
+    ),
+    max_yblock=(
+        64,
+        "rows of a 2D tile: apbt's 64 x 128 transposed tile (96.9% of copy) and unrolled tiles stay within it",
+        RUNS,
+    ),
+    max_r0_block=(
+        1024,
+        "a persistent row of up to 1024 points in one R0_BLOCK: layernorm_t's and softmax_bias_t's rows",
+        RUNS,
+    ),
+    max_warps=(
+        8,
+        "32 x 1024 persistent tiles on 8 warps hold 184-226 registers a thread, no spills (explore rounds 10-14)",
+        HISTORY,
+    ),
+    # -- pointwise tiles
+    pointwise_points_per_warp=(
+        256,
+        "a 1024-point 1D tile on 4 warps, 8 float32 a thread in two 16-byte loads; not swept",
+        RUNS,
+    ),
+    pointwise_max_warps=(
+        4,
+        "4 warps for pointwise tiles: apbt's 2D tile at 96.9% of copy; other tiles within noise (explore round 8)",
+        HISTORY,
+    ),
+    transpose_yblock=(
+        64,
+        "apbt's transposed tile, 64 rows x 128 points: 96.9% of copy; other tiles within noise (explore round 8)",
+        HISTORY,
+    ),
+    transpose_xblock=(
+        128,
+        "apbt's transposed tile, 64 rows x 128 points: every access coalesced along its contiguous dimension",
+        HISTORY,
+    ),
+    transpose_points_per_warp=(
+        512,
+        "with pointwise_max_warps, 4 warps for apbt's 8192-point tile; not swept",
+        RUNS,
+    ),
+    # -- rows of index arithmetic, unrolled small reductions
+    row_split_min_points=(
+        16,
+        "a channels-last image row (split at its channels) keeps at least 16 points along x; not swept",
+        RUNS,
+    ),
+    unroll_rnumel=(
+        16,
+        "a 3 x 3 pooling window unrolled: 9 loads coalesced along the output, not r lanes 9 of 16 used; not swept",
+        RUNS,
+    ),
+    unrolled_1d_xblock=(
+        1024,
+        "a 1D unrolled tile of 1024 points on 4 warps, 2-4 16-byte loads in flight a thread; not swept",
+        HISTORY,
+    ),
+    unrolled_1d_points_per_warp=(
+        128,
+        "with unrolled_warps, a 1024-point unrolled tile on 4 warps; not swept",
+        HISTORY,
+    ),
+    unrolled_row_xblock=(
+        128,
+        "the largest power of two dividing the row: whole 128-byte lines of 64 bfloat16 channels, no mask",
+        HISTORY,
+    ),
+    unrolled_min_xblock=(
+        16,
+        "below 16 points a row, a power of two dividing it is too narrow to coalesce; not swept",
+        HISTORY,
+    ),
+    unrolled_points=(
+        2048,
+        "avgpool_cl's 2D tiles: 32 rows of 64 channels 0.0496 ms, 64 rows 0.0587, 16 0.0495, 8 0.0557 (0c70975)",
+        HISTORY,
+    ),
+    unrolled_points_per_warp=(
+        256,
+        "with unrolled_warps, 4 warps for avgpool_cl's 2048-point tiles; not swept",
+        HISTORY,
+    ),
+    unrolled_warps=(
+        4,
+        "4 warps for avgpool_cl's 2048-point unrolled tiles (the run before sliding windows, 56.2% of copy)",
+        HISTORY,
+    ),
+    # -- sliding windows
+    window_min_row=(
+        256,
+        "rows of at least 256 points (an image row of W x C channels-last points); not swept",
+        RUNS,
+    ),
+    window_band=(
+        8,
+        "up to 8 rows walked a program, the most dividing the rows' period (avgpool_cl: 7 of 35); not swept",
+        HISTORY,
+    ),
+    window_xblock=(
+        1024,
+        "avgpool_cl: 1024 points x 4 warps 0.0451 ms; 512 x 2 0.0452, 2048 x 8 0.0519 (explore round 5)",
+        HISTORY,
+    ),
+    window_warps=(
+        4,
+        "avgpool_cl: 1024 points on 4 warps 0.0451 ms, on 8 warps 0.0468 (explore round 5)",
+        HISTORY,
+    ),
+    window_points_per_warp=(
+        256,
+        "with window_warps, 4 warps for a 1024-point row (explore round 5)",
+        HISTORY,
+    ),
+    window_carry_ratio=(
+        3,
+        "a third of a row carried, not swept; avgpool_cl carries 6 of 9 values: 56% -> 63% of copy with windows",
+        HISTORY,
+    ),
+    # -- register windows
+    window_cells=(
+        25,
+        "5 x 5 cells: avgpool_cl 71.4-74.8% of copy, level with the hand-written kernel (explore rounds 38-39)",
+        HISTORY,
+    ),
+    window_cols=(
+        7,
+        "up to 7 columns: the hand-written 3 x 7 ran 75.6%; overlapping chunks 59.6-67.1% (explore rounds 34-39)",
+        HISTORY,
+    ),
+    window_rows=(
+        5,
+        "up to 5 rows, overlapping bands allowed (4 x 5, 3 x 7 at 70-75% of copy; explore rounds 38-39)",
+        HISTORY,
+    ),
+    window_slice=(
+        64,
+        "64 channels a program, one warp: 128 or 256 with 2-4 warps were 5-10 points slower (explore round 34)",
+        HISTORY,
+    ),
+    cells_points_per_warp=(
+        64,
+        "one warp for a 64-point slice: two bfloat16 or float32 elements a thread (explore round 34)",
+        HISTORY,
+    ),
+    cells_share_ratio=(
+        3,
+        "cells sharing a third of their loads: avgpool_cl's 25 cells load 49 values, not 225; not swept",
+        RUNS,
+    ),
+    # -- persistent reductions
+    persistent_rnumel=(
+        1024,
+        "rows of up to 1024 points held whole, the input read once: layernorm_t 81.1%, softmax_bias_t 77.6%",
+        RUNS,
+    ),
+    persistent_elements=(
+        8192,
+        "a row-contiguous persistent tile of 8192 points; not swept",
+        RUNS,
+    ),
+    persistent_per_thread=(
+        32,
+        "32 points a thread: 8 warps for an 8192-point row-contiguous tile; not swept",
+        RUNS,
+    ),
+    persistent_outer_elements=(
+        32768,
+        "32 x 1024 transposed tiles: layernorm_t 80-81% against 78-80% at 16 x 4, a column mean 0.0506 -> 0.0440 ms",
+        HISTORY,
+    ),
+    persistent_outer_sfu_elements=(
+        16384,
+        "under a per-point exp 16 x 4 wins: softmax_bias_t 76-77% against 67% at 32 x 8 (explore rounds 11-14)",
+        HISTORY,
+    ),
+    persistent_outer_per_thread=(
+        128,
+        "128 points a thread: 8 warps for 32 x 1024, one program a multiprocessor (explore rounds 11-14)",
+        HISTORY,
+    ),
+    outer_x_ratio=(
+        2,
+        "half as many bytes along x as along r decide (softmax_bias_t); transposed reads 57/66/73% at 8/16/32 rows",
+        HISTORY,
+    ),
+    # -- clusters
+    cluster_size=(
+        2,
+        "clusters of two: layernorm_t 82.8% against 80.0%; of 4 or 8 programs 46-78% (explore rounds 18-20, 23)",
+        HISTORY,
+    ),
+    cluster_elements=(
+        32768,
+        "32 x 1024 split over the pair: layernorm_t 82.8%, softmax_bias_t 76.8-78.3% (explore rounds 18-19)",
+        HISTORY,
+    ),
+    cluster_warps=(
+        4,
+        "4 warps a program: clusters of two 8-warp programs lose (46-78%, explore rounds 18-19)",
+        HISTORY,
+    ),
+    cluster_min_rows=(
+        8,
+        "the smallest share of a tile a cluster's program gets (programs of 8 rows already lose, rounds 18-19)",
+        HISTORY,
+    ),
+    # -- looped reductions
+    looped_programs_per_multiprocessor=(
+        4,
+        "about 4 programs a multiprocessor: 64 programs of 64 rows ran tsum at 57% of copy (9983f1a)",
+        HISTORY,
+    ),
+    looped_max_xblock=(
+        64,
+        "at most 64 rows a looped tile; not swept",
+        HISTORY,
+    ),
+    looped_elements=(
+        8192,
+        "~8192 points of tile-wide accesses: tsum 8 x 512, three_layouts_mean 16 x 128, best of their sweeps (9983f1a)",
+        HISTORY,
+    ),
+    looped_min_r0_block=(
+        16,
+        "an R0_BLOCK of at least 16 points: 64 bytes of float32 along r; not swept",
+        HISTORY,
+    ),
+    reduction_points_per_warp=(
+        512,
+        "one warp per 512 points of a reduction tile: 8 warps for tsum's 8 x 512 and the split's 32 x 256",
+        HISTORY,
+    ),
+    # -- split reductions
+    split_programs_per_multiprocessor=(
+        16,
+        "16 programs a multiprocessor keep loads in flight: three_layouts_mean 0.156 -> 0.139 ms split",
+        HISTORY,
+    ),
+    split_min_r_blocks=(
+        4,
+        "each chunk at least 4 R0_BLOCKs, so the partial kernel loops; not swept",
+        HISTORY,
+    ),
+    split_xblock=(
+        32,
+        "32 columns: an access contiguous along x moves 128 bytes of float32 a row",
+        HISTORY,
+    ),
+    split_wide_elements=(
+        32768,
+        "R0_BLOCK 64 -> 256: three_layouts_mean 0.1480 -> 0.1399 ms (86% -> 91%), tsum 0.0781 -> 0.0772 (round 17)",
+        HISTORY,
+    ),
+    split_max_r0_block=(
+        256,
+        "an access contiguous along r moves 1 KB of float32 a row at 256 points (explore round 17, twice)",
+        HISTORY,
+    ),
+    finish_programs_per_multiprocessor=(
+        1,
+        "tsum's 4096 results in 128 programs of 32 x 1 warp 0.0783 ms, in 16 of 256 x 4 warps 0.0791 (round 8)",
+        HISTORY,
+    ),
+    finish_elements=(
+        4096,
+        "caps a finishing tile at 4096 partials; explore round 8's launches stay within it; not swept",
+        HISTORY,
+    ),
+    finish_max_warps=(
+        4,
+        "at most 4 warps a finishing program (the 16-program launch of explore round 8 used 4); not swept",
+        HISTORY,
+    ),
+)
+
+H200 = Target(
+    name="h200",
+    description="NVIDIA H200 (Hopper GH100, SXM, 141 GB HBM3e)",
+    device_names=("H200",),
+    compute_capability=(9, 0),
+    multiprocessors=132,
+    warp_size=32,
+    registers_per_multiprocessor=65536,
+    max_registers_per_thread=255,
+    max_threads_per_block=1024,
+    shared_memory_per_block=232448,  # 227 KiB opted in
+    shared_memory_per_multiprocessor=233472,  # 228 KiB
+    l2_bytes=62914560,  # 60 MiB (torch on the device: L2_cache_size 62914560)
+    cache_line_bytes=128,
+    max_vector_bytes=16,
+    max_cluster_size=8,  # portable; 16 with a non-portable opt-in
+    programmatic_dependent_launch=True,
+    max_grid_y=65535,
+    tuning=TUNING,
+    provenance=PROVENANCE,
+)
