@@ -204,7 +204,9 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
     shape = _shape_rule(state, g1, g2)
     if isinstance(shape, Verdict):
         return replace(shape, memory=memory)
-    if state.would_create_cycle(g1, g2):
+    # state.would_create_cycle, knowing g1 goes first (g2 does not reach it): a path g1 -> g2 that
+    # is not the direct edge, or leaves g1 by another successor
+    if vertical and (g2.gid not in g1.succ or state.reach.reaches_around(g1.gid, g2.gid)):
         return _cycle_verdict(state, g1, g2, memory)
     kind = shape if shape else ("vertical" if vertical else "horizontal")
     return Verdict(True, kind=kind, memory=memory)

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-
-import sympy
+from typing import TYPE_CHECKING
 
 from fuseopt.errors import CheckFailed
 from fuseopt.ir.bounds import Linear, interval, linear_form
@@ -32,6 +31,9 @@ from fuseopt.ir.expr import (
     walk,
 )
 from fuseopt.ir.graph import ComputeNode, LoopVar
+
+if TYPE_CHECKING:
+    import sympy
 
 _I64 = DType.int64
 
@@ -158,6 +160,8 @@ def _prove(old: Sequence[LoopVar], new: Sequence[LoopVar], mapping: dict[str, Ex
     sum(n_j * S_j): a linear identity sympy checks. Equal positions on both sides of two row-major
     factorizations of one box is a bijection.
     """
+    import sympy  # 0.25 s to import: only a loop re-factoring needs it
+
     digits: dict[tuple[str, int, int | None], sympy.Symbol] = {}
 
     def digit(var: str, a: int, b: int | None) -> sympy.Expr:
