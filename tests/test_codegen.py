@@ -387,7 +387,7 @@ def test_split_reduction_autotune_candidates(monkeypatch: pytest.MonkeyPatch) ->
     """--autotune on a split reduction: the partial kernel's candidates keep the chunks and an
     R0_BLOCK dividing a chunk, the grid's chunk dimension is fixed, and every candidate, launched
     as the fixed config, matches the interpreter."""
-    import fuseopt.codegen.wrapper as wrapper
+    import fuseopt.codegen.choice as choice
 
     g = graph(SPLIT_KINDS)
     plan = plan_of(g, [[f"n{i}" for i in range(8)]])
@@ -401,7 +401,7 @@ def test_split_reduction_autotune_candidates(monkeypatch: pytest.MonkeyPatch) ->
     grid = load_module(src)._grid({"XBLOCK": 6}, {"": 4})  # the launch grid autotune computes
     assert grid({"XBLOCK": 4, "R0_BLOCK": 2}) == (2, 4) and grid({"XBLOCK": 8, "R0_BLOCK": 4}) == (1, 4)
 
-    real = wrapper.choose_tiling
+    real = choice.choose_tiling
     tried = []
     for i in range(len(configs)):
 
@@ -412,7 +412,7 @@ def test_split_reduction_autotune_candidates(monkeypatch: pytest.MonkeyPatch) ->
             tried.append(t.autotune[i])
             return dataclasses.replace(t, config=t.autotune[i], autotune=())
 
-        monkeypatch.setattr(wrapper, "choose_tiling", one)
+        monkeypatch.setattr(choice, "choose_tiling", one)
         check(g, plan, opts)
     assert len(set(tried)) == len(configs)
     monkeypatch.undo()

@@ -36,14 +36,8 @@ from dataclasses import replace
 
 from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.schedule import ComputeLaunch
-from fuseopt.codegen.tiling import (
-    Cells,
-    CodegenOptions,
-    LaunchConfig,
-    Tiling,
-    _flat_digits,
-    window_tilings,
-)
+from fuseopt.codegen.tile_shapes import flat_digits, window_tilings
+from fuseopt.codegen.tiling import Cells, CodegenOptions, LaunchConfig, Tiling
 from fuseopt.ir.graph import Graph
 
 
@@ -103,7 +97,7 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
         return []
     numel = launch.axes[0].numel
     rnumel = launch.axes[1].numel if launch.kind != "pointwise" else 1
-    flat = _flat_digits(launch, numel, rnumel)
+    flat = flat_digits(launch, numel, rnumel)
     out: list[Tiling] = []
     for walk in window_tilings(graph, launch, options):
         y, x = walk.launch.axes[0], walk.launch.axes[1]

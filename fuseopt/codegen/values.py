@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fuseopt.ir.dtypes import DType
+
+if TYPE_CHECKING:
+    from fuseopt.codegen.indexing import Digit
+    from fuseopt.codegen.schedule import Placement
 
 Literal = int | float | bool
 
@@ -56,3 +61,13 @@ class Stmt:
 class LoopBlock:
     header: str
     body: list[Stmt] = field(default_factory=list)
+
+
+class NodeCtx:
+    """A node being emitted: its placement, its loop variables as digits of the kernel's axes
+    (None: a variable the kernel does not run), and their sizes."""
+
+    def __init__(self, p: Placement, digits: dict[str, Digit | None]):
+        self.p = p
+        self.digits = digits
+        self.ranges = p.node.var_sizes

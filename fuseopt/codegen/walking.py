@@ -18,18 +18,18 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from fuseopt.codegen.common import TL_DTYPE, CodegenError
-from fuseopt.codegen.values import LoopBlock, Val
+from fuseopt.codegen.values import LoopBlock, NodeCtx, Val
 from fuseopt.codegen.window import Key, KeyContext, Walk, WindowLoad, load_key, row_groups, value_key
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Binary, Cast, Const, Expr, Load, Masked, Reduce, Unary
 
 if TYPE_CHECKING:
-    from fuseopt.codegen.kernel import KernelEmitter, _NodeCtx
+    from fuseopt.codegen.reductions import ReductionEmitter
     from fuseopt.codegen.schedule import Placement
 
 
 class RowWalk:
-    def __init__(self, em: KernelEmitter, carry: Mapping[Key, Key]):
+    def __init__(self, em: ReductionEmitter, carry: Mapping[Key, Key]):
         self.em = em
         self.carry = carry  # a load's key -> the key of the load whose previous row it reads
         self.loads: list[WindowLoad] = []  # every load of the row, in emission order
@@ -39,7 +39,7 @@ class RowWalk:
         self.carried_points = 0  # reduction points carried in partial results
         self.first_row: Val | None = None
         self.prefixes: dict[tuple[str, Expr], Val] = {}  # carried subexpressions' variables
-        self.prefix_next: list[tuple[Val, Expr, _NodeCtx]] = []  # (variable, next row's expr, node)
+        self.prefix_next: list[tuple[Val, Expr, NodeCtx]] = []  # (variable, next row's expr, node)
         self.plain = False  # emitting a prefix's own operations: no prefix carried inside
         self.leaf_keys: dict[tuple[str, Expr], Key | None] = {}
 
@@ -116,7 +116,7 @@ class RowWalk:
         """Loads that carried variables take their next value from but that the row no longer
         emits (they were only part of a carried subexpression), emitted in the row."""
         em = self.em
-        leaves: dict[Key, tuple[Expr, _NodeCtx]] = {}
+        leaves: dict[Key, tuple[Expr, NodeCtx]] = {}
         while missing := [self.carry[k] for k in self.carried if self.carry[k] not in self.row_values]:
             if not leaves:  # the kernel's loads by key, first node first (only when needed)
                 for ctx in em.ctxs.values():
@@ -152,13 +152,13 @@ class RowWalk:
         return len(self.carried) + self.carried_points + len(self.prefixes), loads
 
     # -- loads ---------------------------------------------------------------------------------------
-    def key_context(self, ctx: _NodeCtx, point: int | None) -> KeyContext:
+    def key_context(self, ctx: NodeCtx, point: int | None) -> KeyContext:
         """Keys of a node's values (at one point of an unrolled reduction)."""
         consts = {} if point is None else {"r0_index": point}
         walk = Walk("yindex", self.em.t.walk_period)
         return KeyContext(ctx.digits, ctx.ranges, self.em.extents, self.em.flats, walk, consts)
 
-    def load_keys(self, ld: Load, ctx: _NodeCtx) -> tuple[Key | None, Key | None]:
+    def load_keys(self, ld: Load, ctx: NodeCtx) -> tuple[Key | None, Key | None]:
         """A load's key at this row and one row earlier (None: never carried)."""
         if ld.buffer in self.em.launch.stores:
             return None, None
@@ -168,7 +168,7 @@ class RowWalk:
         key = load_key(ld.buffer, ld.index, conds, kc, 0)
         return key, None if key is None else load_key(ld.buffer, ld.index, conds, kc, -1)
 
-    def carried_load(self, ld: Load, ctx: _NodeCtx, key: Key, prev: Key | None, masks: list[Val]) -> Val:
+    def carried_load(self, ld: Load, ctx: NodeCtx, key: Key, prev: Key | None, masks: list[Val]) -> Val:
         """The value of a load that another load of the row before read: a loop-carried variable,
         first loaded before the loop at the band's first row."""
         em = self.em
@@ -194,7 +194,7 @@ class RowWalk:
             self.row_values.setdefault(key, out)
 
     # -- carried subexpressions ----------------------------------------------------------------------
-    def prefix(self, e: Expr, ctx: _NodeCtx, conds: tuple[Val, ...]) -> Val | None:
+    def prefix(self, e: Expr, ctx: NodeCtx, conds: tuple[Val, ...]) -> Val | None:
         """A pointwise subexpression of the row (outside any mask) whose loads are all carried, as
         one loop-carried variable (None: emit it as usual). Before the loop it takes the
         subexpression at the band's first row; each row then computes it for the next row with
@@ -235,7 +235,7 @@ class RowWalk:
         return var
 
     def _leaves(
-        self, e: Expr, ctx: _NodeCtx, *, inner: bool = False, carried: bool = False
+        self, e: Expr, ctx: NodeCtx, *, inner: bool = False, carried: bool = False
     ) -> dict[Expr, Key] | None:
         """The loads of a pointwise expression (a load, or a masked load reading 0 where its
         condition fails) with their keys at this row; None if it holds any other kind of value,
@@ -257,7 +257,7 @@ class RowWalk:
                 return None
         return out
 
-    def _leaf_key(self, x: Masked | Load, ctx: _NodeCtx) -> Key | None:
+    def _leaf_key(self, x: Masked | Load, ctx: NodeCtx) -> Key | None:
         """A leaf's load key at this row (cached: a chain's leaves are visited once per
         enclosing operation)."""
         cache_key = (ctx.p.node.name, x)

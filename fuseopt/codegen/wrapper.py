@@ -11,25 +11,18 @@ from __future__ import annotations
 
 import builtins
 import keyword
-from fractions import Fraction
 
 from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
-from fuseopt.codegen.cells import cell_tilings
+from fuseopt.codegen.choice import choose
 from fuseopt.codegen.common import TORCH_DTYPE
-from fuseopt.codegen.kernel import EmittedKernel, KernelEmitter, cells_plan, kernel_name, window_plan
+from fuseopt.codegen.emitter import EmittedKernel, kernel_name
+from fuseopt.codegen.kernel import KernelEmitter
+from fuseopt.codegen.launch_configs import finish_tiling
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import HELPERS, helper_closure, helpers_used, library_rule
 from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
 from fuseopt.codegen.source_text import check_module, comment_text, graph_name, ident, literal, python_name
-from fuseopt.codegen.tiling import (
-    CodegenOptions,
-    LaunchConfig,
-    Tiling,
-    choose_tiling,
-    finish_tiling,
-    window_tilings,
-)
-from fuseopt.codegen.window import Key
+from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig
 from fuseopt.ir.graph import BufferInfo, Graph, LibraryNode
 from fuseopt.plan import Plan
 
@@ -128,44 +121,13 @@ _FIXED_NAMES = frozenset(
 )
 
 
-def _tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tuple[Tiling, dict[Key, Key]]:
-    """The first sliding window where at least 1/`window_carry_ratio` of the values a row needs
-    (loads, points of an unrolled reduction) come from the row before (and at least one), unless
-    a register window (`codegen.cells`) whose cells share at least 1/`cells_share_ratio` of their
-    loads loads fewer values a point of the output than it (or than the kernel's own loads when
-    no sliding window qualifies): then the register window that loads the fewest, points computed
-    twice by overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile."""
-    t = options.tuning
-    window: tuple[Tiling, dict[Key, Key]] | None = None
-    per_point: int | None = None
-    for cand in window_tilings(graph, launch, options):
-        carry, loads, carried = window_plan(graph, cand)
-        if carried and t.window_carry_ratio * carried >= loads:
-            window, per_point = (cand, carry), loads - carried
-            break
-    best: tuple[Fraction, Tiling] | None = None
-    for cand in cell_tilings(graph, launch, options):
-        needed, distinct = cells_plan(graph, cand)
-        assert cand.cells is not None
-        cells = cand.cells.rows * cand.cells.cols
-        limit = Fraction(needed, cells) if per_point is None else per_point  # values a point otherwise
-        cost = Fraction(distinct, cells) * cand.cells.waste  # values loaded a point of the output
-        shared = t.cells_share_ratio * (needed - distinct) >= needed
-        keep = options.window_shape is not None or shared and cost < limit
-        if needed and keep and (best is None or cost < best[0]):
-            best = (cost, cand)
-    if best is not None:
-        return best[1], {}
-    return window or (choose_tiling(graph, launch, options), {})
-
-
 def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     schedule = build_schedule(graph, plan)
     kernels: list[EmittedKernel] = []
     emitted_for: list[list[EmittedKernel]] = []
     for launch in schedule.launches:
         if isinstance(launch, ComputeLaunch) and launch.stores:
-            first, carry = _tiling(graph, launch, options)
+            first, carry = choose(graph, launch, options)
             tilings = [first]
             if first.part == "partial":
                 tilings.append(finish_tiling(first, options))

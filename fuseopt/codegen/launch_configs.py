@@ -1,0 +1,402 @@
+"""Launch configurations per kind of tile: blocks and warps (1D, 2D, unrolled, persistent and
+looped reductions), thread-block clusters, split reductions and their finishing kernel. Every
+size comes from the target (`CodegenOptions.gpu`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2, prod
+from fuseopt.codegen.indexing import Digit
+from fuseopt.codegen.schedule import ComputeLaunch, Placement, digits_of
+from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig, Tiling
+from fuseopt.ir.bounds import linear_form
+from fuseopt.ir.expr import Binary, Expr, Reduce, Unary, Var, walk
+from fuseopt.ir.graph import Graph
+
+
+def x_contiguous(along: dict[str, int], ratio: int) -> bool:
+    """Whether the tile reads or writes a large share of its data contiguously along x (an outer
+    or transposed reduction), so that rows of x are worth widening.
+
+    Each distinct access counts the elements it touches (a broadcast along x, such as a bias
+    indexed by r, touches only its own few). An access contiguous along x moves XBLOCK elements
+    per memory segment, so narrow tiles waste bandwidth on it; an access contiguous along r is
+    indifferent to XBLOCK. So 1/`ratio` as many bytes along x as along r already decide
+    (softmax_bias_t: the input along x, the output along r).
+    """
+    return along["xindex"] > 0 and ratio * along["xindex"] >= along["r0_index"]
+
+
+def contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int], int]:
+    """Bytes the tile's distinct accesses touch, by the axis each is contiguous along (xindex,
+    r0_index), and the smallest itemsize among those contiguous along x (0: none)."""
+    sizes = {a.name: a.numel for a in launch.axes}
+    seen: set[tuple[str, Expr]] = set()
+    along = {"xindex": 0, "r0_index": 0}
+    x_item = 0
+    for p in launch.placements:
+        if p.role not in ("inner", "reduction"):
+            continue
+        digits = digits_of(p, sizes)
+        for buf, index, _ in launch_accesses(graph, launch, p):
+            d, _ = unit_digit(index, digits)  # None unless the index is affine in loop variables
+            if d is None or d.div != 1 or d.base not in along or (buf, index) in seen:
+                continue
+            seen.add((buf, index))
+            item = graph.buffer(buf).dtype.itemsize
+            along[d.base] += _touched(index, p.node.var_sizes) * item
+            if d.base == "xindex":
+                x_item = min(x_item or item, item)
+    return along, x_item
+
+
+def _touched(index: Expr, var_sizes: dict[str, int]) -> int:
+    """How many points an affine index of loop variables can touch: the product of their sizes."""
+    return prod(var_sizes.get(atom.name, 1) for atom, _ in linear_form(index).coeffs if isinstance(atom, Var))
+
+
+# Unary and binary functions that run on the special-function units (exp, log, sqrt, sin, ...).
+_SFU_OPS = frozenset(
+    {"exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh"}
+    | {"sigmoid", "erf", "pow", "atan2"}
+)
+
+
+def sfu_per_point(launch: ComputeLaunch) -> bool:
+    """Whether some point of the tile (not just a row of x) runs a special-function op: one whose
+    operands vary along r (`exp(x[...r...] - max)` does; `rsqrt(var[x0] + eps)` does not)."""
+    sizes = {a.name: a.numel for a in launch.axes}
+    for p in launch.placements:
+        if p.role not in ("inner", "reduction"):
+            continue
+        per_point = {v for v, d in digits_of(p, sizes).items() if d is not None and d.base != "xindex"}
+        for e in walk(p.node.value):
+            sfu = isinstance(e, (Unary, Binary)) and e.op in _SFU_OPS
+            if sfu and any(isinstance(v, Var) and v.name in per_point for v in walk(e)):
+                return True
+    return False
+
+
+def cluster_pays(
+    launch: ComputeLaunch, single: LaunchConfig, sfu: bool, x_item: int, o: CodegenOptions
+) -> bool:
+    """Whether a transposed persistent reduction gains from a cluster of programs over its
+    single-program launch `single`, for one of two reasons:
+    - `single` holds a multiprocessor alone (the most warps, `persistent_outer_per_thread`
+      elements a thread) and the kernel does two or more reductions: the cluster's smaller
+      programs overlap one's reductions with the other's loads;
+    - every point runs a special function, which keeps `single` to fewer elements, and its run of
+      a column (its rows x the itemsize) is shorter than a cache line: the programs together read
+      whole lines.
+    Otherwise the cluster only constrains scheduling (one reduction, or runs of a line or more:
+    the single program wins)."""
+    g, t = o.gpu, o.tuning
+    threads = single.num_warps * g.warp_size
+    xb, rb = single.block("XBLOCK"), single.block("R0_BLOCK")
+    alone = single.num_warps >= t.max_warps and xb * rb >= t.persistent_outer_per_thread * threads
+    if alone and sum(1 for p in launch.placements if p.role == "reduction") > 1:
+        return True
+    return sfu and 0 < xb * x_item < g.cache_line_bytes
+
+
+def clustered_config(launch: ComputeLaunch, single: LaunchConfig, o: CodegenOptions) -> LaunchConfig | None:
+    """A transposed persistent reduction's tile as a cluster of `cluster_size` programs of
+    `cluster_warps` warps: `cluster_elements` elements (32 rows of 1024, 64 of 512, ...) split by
+    rows. `cluster_pays` decides whether it replaces the single-program launch. None when
+    clusters are off (or the GPU has none), or a program would get fewer than `cluster_min_rows`
+    rows."""
+    if not o.use_clusters:
+        return None
+    t = o.tuning
+    rb = single.block("R0_BLOCK")
+    xb = min(next_power_of_2(launch.axes[0].numel), t.max_xblock, max(1, t.cluster_elements // rb))
+    if xb < t.cluster_min_rows * t.cluster_size:
+        return None
+    return LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), t.cluster_warps, num_ctas=t.cluster_size)
+
+
+def _warps(elements: int, per_warp: int, most: int) -> int:
+    """One warp per `per_warp` elements, at least one and at most `most`."""
+    return max(1, min(most, elements // per_warp))
+
+
+def unique_configs(default: LaunchConfig, cands: list[LaunchConfig]) -> tuple[LaunchConfig, ...]:
+    out = [default]
+    for c in cands:
+        if c not in out:
+            out.append(c)
+    return tuple(out)
+
+
+def configs_1d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    t = o.tuning
+    cap = next_power_of_2(launch.axes[0].numel)
+    xb = min(cap, t.max_xblock)
+    default = LaunchConfig((("XBLOCK", xb),), _warps(xb, t.pointwise_points_per_warp, t.pointwise_max_warps))
+    cands = [
+        LaunchConfig((("XBLOCK", min(cap, b)),), _warps(min(cap, b), t.pointwise_points_per_warp, w))
+        for b, w in ((256, 2), (512, 4), (2048, 8))
+    ]
+    return default, unique_configs(default, cands)
+
+
+def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    t = o.tuning
+    ycap, xcap = next_power_of_2(launch.axes[0].numel), next_power_of_2(launch.axes[1].numel)
+
+    def cfg(yb: int, xb: int) -> LaunchConfig:
+        yb, xb = min(ycap, yb), min(xcap, xb)
+        return LaunchConfig(
+            (("YBLOCK", yb), ("XBLOCK", xb)),
+            _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps),
+        )
+
+    default = cfg(min(t.transpose_yblock, t.max_yblock), min(t.transpose_xblock, t.max_xblock))
+    return default, unique_configs(default, [cfg(32, 32), cfg(64, 64), cfg(128, 64), cfg(32, 128)])
+
+
+def configs_reduction(
+    launch: ComputeLaunch, o: CodegenOptions, *, persistent: bool, outer: bool, sfu: bool = False
+) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    g, t = o.gpu, o.tuning
+    xcap = next_power_of_2(launch.axes[0].numel)
+    rcap = next_power_of_2(launch.axes[1].numel)
+
+    def cfg(xb: int, rb: int) -> LaunchConfig:
+        xb, rb = max(1, min(xcap, xb, t.max_xblock)), max(1, min(rcap, rb, t.max_r0_block))
+        return LaunchConfig(
+            (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, t.reduction_points_per_warp, t.max_warps)
+        )
+
+    if persistent:
+        # (choose_tiling may turn a transposed tile into a cluster of programs, keeping this
+        # launch as its fallback: see clustered_config.)
+        # Rows of x hold whole reductions; `persistent_elements` elements, unless the tile is
+        # contiguous along x (a transposed reduction), where wider rows make longer memory
+        # segments: `persistent_outer_elements` (the most warps, a multiprocessor's registers for
+        # one program), or fewer when every point also runs a special-function op (exp, sigmoid,
+        # ...): per-point exps would sit between a lone program's load and store with nothing to
+        # hide them.
+        rb = rcap
+        if outer:
+            target = t.persistent_outer_sfu_elements if sfu else t.persistent_outer_elements
+            per_thread = t.persistent_outer_per_thread
+        else:
+            target, per_thread = t.persistent_elements, t.persistent_per_thread
+        xb = max(1, min(xcap, target // rb, t.max_xblock))
+        default = LaunchConfig(
+            (("XBLOCK", xb), ("R0_BLOCK", rb)),
+            max(1, min(t.max_warps, xb * rb // (g.warp_size * per_thread))),
+        )
+        cands = [cfg(xb, rb) for xb in (1, 2, 4, 8, 16, 32, 64) if 1024 <= xb * rb <= 16384]
+        if outer:
+            cands += [cfg(xb, rb) for xb in (32, 64) if xb * rb == t.persistent_outer_elements]
+        return default, unique_configs(default, cands)
+    # Looped: about `looped_programs_per_multiprocessor` programs a multiprocessor, else a few
+    # programs stream the whole tensor with too few loads in flight; the tile holds about
+    # `looped_elements` elements of tile-wide accesses per program.
+    programs = _prev_power_of_2(t.looped_programs_per_multiprocessor * g.multiprocessors)
+    xb = max(
+        1, min(t.looped_max_xblock, t.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // programs)))
+    )
+    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
+    default = cfg(xb, rb)
+    cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
+    return default, unique_configs(default, cands)
+
+
+def _splittable(launch: ComputeLaunch) -> bool:
+    """One r loop (no node inside it needs a finished reduction), reductions whose partial
+    results combine with the same reduction (not argmax/argmin, which carry an index), and a
+    finished result something stores (else the finishing kernel would have nothing to do)."""
+    if not any(
+        p.role in ("reduction", "epilogue") and p.node.output in launch.stores for p in launch.placements
+    ):
+        return False
+    produced = launch.producer()
+    for p in launch.placements:
+        if (
+            p.role == "reduction"
+            and isinstance(p.node.value, Reduce)
+            and p.node.value.op in ("argmax", "argmin")
+        ):
+            return False
+        if p.role in ("inner", "reduction"):
+            for b in p.node.read_buffers():
+                if b in produced and produced[b].role in ("reduction", "epilogue"):
+                    return False
+    return True
+
+
+def split_reduction(
+    launch: ComputeLaunch, o: CodegenOptions
+) -> tuple[LaunchConfig, int, tuple[LaunchConfig, ...]] | None:
+    """(config, chunks, autotune candidates) of a split reduction, or None to keep one program
+    per x tile.
+
+    Split when the x tiles alone give fewer than `split_target` programs (an outer reduction
+    over few columns, a row sum over few rows). The tile is `split_xblock` wide in x, so that an
+    access contiguous along x moves a cache line or more per row. Chunks are counted in blocks
+    of a looped tile (`looped_elements` elements of tile-wide accesses): the fewest chunks that
+    reach `split_target` programs, each a whole number of blocks (no r mask) and at least
+    `split_min_r_blocks` of them. The loop's R0_BLOCK is then widened within a chunk, up to
+    `split_max_r0_block` points and `split_wide_elements` elements of tile-wide accesses; one
+    warp per `reduction_points_per_warp` elements."""
+    if not o.split_target or not _splittable(launch):
+        return None
+    t = o.tuning
+    xnumel, rnumel = launch.axes[0].numel, launch.axes[1].numel
+    xb = max(1, min(t.split_xblock, t.max_xblock, next_power_of_2(xnumel)))
+    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
+    rb = max(1, min(rb, t.max_r0_block, next_power_of_2(rnumel)))
+    xtiles = cdiv(xnumel, xb)
+    if xtiles >= o.split_target or rnumel % rb:
+        return None
+    blocks = rnumel // rb
+    chunks = 0
+    # The first divisor of `blocks` that reaches the target (so at most about split_target
+    # candidates are tried), else the largest allowed one; the grid's second dimension caps it.
+    for d in range(2, min(blocks // max(1, t.split_min_r_blocks), o.gpu.max_grid_y) + 1):
+        if blocks % d == 0:
+            chunks = d
+            if xtiles * d >= o.split_target:
+                break
+    if chunks < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
+        return None
+    chunk = rnumel // chunks
+    wide = max(
+        1,
+        min(
+            t.max_r0_block,
+            t.split_max_r0_block,
+            _prev_power_of_2(max(1, t.split_wide_elements // (xb * _tile_accesses(launch)))),
+        ),
+    )
+    while wide > rb and chunk % wide:
+        wide //= 2
+    rb = max(rb, wide)
+
+    def cfg(x: int, r: int) -> LaunchConfig:
+        return LaunchConfig(
+            (("XBLOCK", x), ("R0_BLOCK", r)), _warps(x * r, t.reduction_points_per_warp, t.max_warps)
+        )
+
+    # Candidates keep the chunks (the grid's second dimension and the partials' layout) and an
+    # R0_BLOCK that divides a chunk (the chunk loop has no r mask): the tile halved or doubled
+    # along either axis, and the same elements spread the other way.
+    xcap, rcap = min(t.max_xblock, next_power_of_2(xnumel)), min(t.max_r0_block, next_power_of_2(rnumel))
+    cands = [cfg(xb, rb)]
+    for x, r in (
+        (xb, rb // 2),
+        (xb, rb * 2),
+        (xb // 2, rb),
+        (xb * 2, rb),
+        (xb * 2, rb // 2),
+        (xb // 2, rb * 2),
+    ):
+        if 1 <= x <= xcap and 1 <= r <= rcap and chunk % r == 0 and cfg(x, r) not in cands:
+            cands.append(cfg(x, r))
+    return cands[0], chunks, tuple(cands)
+
+
+def finish_tiling(t: Tiling, o: CodegenOptions) -> Tiling:
+    """The kernel that finishes a split reduction: a persistent [XBLOCK, chunks] tile of partial
+    results per x tile, then the kernel's epilogue."""
+    tu = o.tuning
+    xnumel = t.launch.axes[0].numel
+    rb = next_power_of_2(t.split)
+    # About `finish_programs_per_multiprocessor` programs (x tiles) a multiprocessor or more, one
+    # warp per `reduction_points_per_warp` partials.
+    programs = _prev_power_of_2(tu.finish_programs_per_multiprocessor * o.gpu.multiprocessors)
+    spread = _prev_power_of_2(max(1, xnumel // programs))
+    xb = max(1, min(tu.max_xblock, next_power_of_2(xnumel), max(1, tu.finish_elements // rb), spread))
+    cfg = LaunchConfig(
+        (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, tu.reduction_points_per_warp, tu.finish_max_warps)
+    )
+    masked = tuple(a for a, n, b in (("x", xnumel, xb), ("r0_", t.split, rb)) if n % b)
+    return Tiling(t.launch, True, cfg, (), masked, t.index_dtype, t.grid_y_max, split=t.split, part="finish")
+
+
+def launch_accesses(graph: Graph, launch: ComputeLaunch, p: Placement) -> Iterator[tuple[str, Expr, int]]:
+    """(buffer, index, bytes) of each global memory access of a placed node (fused reads
+    excluded)."""
+    produced = launch.producer()
+    node = p.node
+    for ld in node.reads():
+        if ld.buffer not in produced:
+            yield ld.buffer, ld.index, graph.buffer(ld.buffer).dtype.itemsize * node.numel * node.rnumel
+    if node.output in launch.stores:
+        yield node.output, node.store.index, graph.buffer(node.output).dtype.itemsize * node.numel
+
+
+def unit_digit(index: Expr, digits: dict[str, Digit | None]) -> tuple[Digit | None, bool]:
+    """The digit along which `index` is contiguous (coefficient 1), and whether the index varies
+    along any axis's fastest digit (div 1). Non-affine indices give (None, False)."""
+    f = linear_form(index)
+    best: Digit | None = None
+    fastest = False
+    for atom, k in f.coeffs:
+        if not isinstance(atom, Var):
+            return None, False
+        d = digits.get(atom.name)
+        if d is None:
+            continue
+        if d.div == 1:
+            fastest = True
+        if k == 1 and (best is None or d.div < best.div):
+            best = d
+    return best, fastest
+
+
+def _prev_power_of_2(n: int) -> int:
+    return 1 << (n.bit_length() - 1) if n >= 1 else 1
+
+
+def _pow2_divisor(n: int) -> int:
+    return n & -n
+
+
+def configs_unrolled(
+    launch: ComputeLaunch, o: CodegenOptions
+) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    """A few thousand points a program (`unrolled_1d_xblock`, `unrolled_points`): with 16-byte
+    loads a few loads in flight per thread and window point. 2D: XBLOCK is the largest power of
+    two dividing the row up to `unrolled_row_xblock` (no mask, each row a whole number of 128-byte
+    lines for bf16 channels of 64), rows fill the rest."""
+    t = o.tuning
+    if len(launch.axes) == 1:
+        cap = next_power_of_2(launch.axes[0].numel)
+
+        def cfg1(xb: int, w: int) -> LaunchConfig:
+            xb = max(1, min(cap, xb, t.max_xblock))
+            return LaunchConfig((("XBLOCK", xb),), max(1, min(w, xb // t.unrolled_1d_points_per_warp)))
+
+        default = cfg1(t.unrolled_1d_xblock, t.unrolled_warps)
+        return default, unique_configs(default, [cfg1(512, 4), cfg1(2048, 8)])
+    ynumel, xnumel = launch.axes[0].numel, launch.axes[1].numel
+    ycap = next_power_of_2(ynumel)
+    xb = min(_pow2_divisor(xnumel), t.unrolled_row_xblock, t.max_xblock)
+    if xb < t.unrolled_min_xblock:
+        xb = min(next_power_of_2(xnumel), t.unrolled_row_xblock, t.max_xblock)
+
+    def cfg(yb: int, w: int) -> LaunchConfig:
+        yb = max(1, min(ycap, yb, t.max_yblock))
+        return LaunchConfig(
+            (("YBLOCK", yb), ("XBLOCK", xb)), max(1, min(w, yb * xb // t.unrolled_points_per_warp))
+        )
+
+    default = cfg(max(1, t.unrolled_points // xb), t.unrolled_warps)
+    return default, unique_configs(default, [cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
+
+
+def _tile_accesses(launch: ComputeLaunch) -> int:
+    """Global loads and stores in a reduction kernel's loop body (reads of fused buffers excluded)."""
+    produced = launch.producer()
+    n = 0
+    for p in launch.placements:
+        if p.role in ("inner", "reduction"):
+            n += len({(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced})
+            n += int(p.role == "inner" and p.node.output in launch.stores)
+    return max(1, n)

@@ -1,0 +1,271 @@
+"""Reductions (`ReductionEmitter`): persistent, looped and unrolled; a split reduction's partial
+results (part "partial") and their combination (part "finish"); which loads stream
+(`evict_first`) and which nodes run inside the r loop.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from fuseopt.analysis.access_match import FusedReadMismatch
+from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError
+from fuseopt.codegen.emitter import literal_text
+from fuseopt.codegen.expressions import ExpressionEmitter
+from fuseopt.codegen.rules import reduction_rule
+from fuseopt.codegen.schedule import Placement
+from fuseopt.codegen.values import Val
+from fuseopt.ir.dtypes import DType, compute_dtype
+from fuseopt.ir.expr import Expr, Reduce, loads
+
+
+class ReductionEmitter(ExpressionEmitter):
+    """A kernel's nodes: pointwise stores and reductions."""
+
+    def pointwise(self, p: Placement) -> None:
+        self.store(p, self.value(p.node.value, self.ctxs[p.node.name], ()))
+
+    def reduction(self, p: Placement) -> None:
+        red = p.node.value
+        assert isinstance(red, Reduce) and red.dtype is not None and red.x.dtype is not None
+        rule = reduction_rule(red.op)
+        if red.op in ("sum", "prod"):
+            acc = compute_dtype(red.dtype)
+        elif red.op == "any":
+            acc = DType.int8
+        else:
+            acc = compute_dtype(red.x.dtype)
+            if acc == DType.bool:
+                acc = DType.int8
+        back_to_bool = red.dtype == DType.bool
+
+        def whole(res: Val) -> None:
+            if back_to_bool:
+                res = self.emit(f"{res.text} != 0", [res], DType.bool)
+            self.results[p.node.name] = res
+            self.store(p, res)
+
+        finish: Callable[[Val], None] = whole
+        if self.part == "partial":
+            finish = functools.partial(self.store_partial, p, acc)
+
+        if self.t.unroll:
+            finish(self.unrolled(p, rule.combine, acc, back_to_bool=red.op == "any"))
+            return
+        final = rule.final.template(acc)
+        if final is None:
+            raise CodegenError(
+                f"reduction {red.op!r} is not defined on {red.x.dtype.value} values", code="op"
+            )
+        if self.part == "finish":
+            finish(self.combine_partials(p, acc, final))
+            return
+        v = self.value(red.x, self.ctxs[p.node.name], ())
+        if red.op == "any":
+            v = self.coerce(v, DType.bool)
+        v = self.materialize(self.coerce(v, acc), acc)
+        ident = self.identity(rule.identity, acc)
+        full = ("x", "r0_")
+        r0 = self.mask_val.get("r0_")
+        if self.t.persistent:
+            vt = v
+            if v.axes != full:
+                vt = self.emit(f"tl.broadcast_to({v.text}, [XBLOCK, R0_BLOCK])", [v], acc, axes=full)
+            if r0 is not None:
+                vt = self.emit(f"tl.where(r0_mask, {vt.text}, {ident})", [r0, vt], acc)
+            deps = [vt]
+            itext = ""
+            if rule.pair:
+                iv = self.emit(
+                    "tl.broadcast_to(r0_index, [XBLOCK, R0_BLOCK]).to(tl.int64)",
+                    [self.axis_val["r0_"]],
+                    DType.int64,
+                    axes=full,
+                )
+                deps.append(iv)
+                itext = iv.text
+            out = DType.int64 if rule.pair else acc
+            finish(self.emit(f"{final.format(v=vt.text, i=itext)}[:, None]", deps, out, axes=("x",)))
+            return
+
+        name = self.fresh("_acc")
+        self.define(f"{name} = tl.full([XBLOCK, R0_BLOCK], {ident}, {TL_DTYPE[acc]})", name, [])
+        accv = Val(name, acc, full, 0, (name,))
+        if rule.pair:
+            iname = f"{name}_index"
+            self.define(f"{iname} = tl.full([XBLOCK, R0_BLOCK], 0, tl.int64)", iname, [])
+            ridx = self.emit("r0_index.to(tl.int64)", [self.axis_val["r0_"]], DType.int64)
+            nxt, inxt = f"{name}_next", f"{iname}_next"
+            iv = Val(iname, DType.int64, full, 0, (iname,))
+            self.effect(
+                f"{nxt}, {inxt} = {rule.combine}({name}, {iname}, {v.text}, {ridx.text})",
+                [accv, iv, v, ridx],
+                1,
+            )
+            nv = Val(nxt, acc, full, 1, (nxt, inxt))
+            if r0 is not None:
+                self.effect(f"{name} = tl.where(r0_mask, {nxt}, {name})", [nv, r0], 1)
+                self.effect(f"{iname} = tl.where(r0_mask, {inxt}, {iname})", [nv, r0], 1)
+            else:
+                self.effect(f"{name} = {nxt}", [nv], 1)
+                self.effect(f"{iname} = {inxt}", [nv], 1)
+
+            def fin_pair() -> None:
+                text = final.format(v=name, i=iname)
+                finish(self.emit(f"{text}[:, None]", [accv, iv], DType.int64, axes=("x",)))
+
+            self.pending.append(fin_pair)
+            return
+        combined = rule.combine.format(a=name, b=v.text)
+        if r0 is not None:
+            self.effect(f"{name} = tl.where(r0_mask, {combined}, {name})", [accv, v, r0], 1)
+        else:
+            self.effect(f"{name} = {combined}", [accv, v], 1)
+
+        def fin() -> None:
+            finish(self.emit(f"{final.format(v=name)}[:, None]", [accv], acc, axes=("x",)))
+
+        self.pending.append(fin)
+
+    def store_partial(self, p: Placement, acc: DType, res: Val) -> None:
+        """A split reduction's chunk result, into row `rsplit` of its [chunks, xnumel] partials."""
+        ws = self.workspace(p, acc)
+        x = self.axis_val["x"]
+        xnumel = self.launch.axes[0].numel
+        masks = [self.mask_val["x"]] if "x" in self.mask_val else []
+        mask = f", {masks[0].text}" if masks else ""
+        rsplit = Val("rsplit", DType.int32, (), 0, ("rsplit",))
+        self.effect(
+            f"tl.store({self.ptr(ws)} + (rsplit * {xnumel} + {x.text}), {res.text}{mask})",
+            [res, x, rsplit, *masks],
+        )
+
+    def workspace(self, p: Placement, acc: DType) -> str:
+        """The partials buffer of reduction `p` (of dtype `acc`), a parameter of this kernel."""
+        ws = self.workspaces[p.node.name]
+        self.ws_dtypes[ws] = acc
+        self.loads[ws] = None
+        return ws
+
+    def combine_partials(self, p: Placement, acc: DType, final: str) -> Val:
+        """The finish of a split reduction: the chunks' partial results, reduced again."""
+        ws = self.workspace(p, acc)
+        x, r = self.axis_val["x"], self.axis_val["r0_"]
+        xnumel = self.launch.axes[0].numel
+        masks = [self.mask_val[a] for a in ("x", "r0_") if a in self.mask_val]
+        mask = ""
+        if masks:
+            red = p.node.value
+            assert isinstance(red, Reduce)
+            ident = self.identity(reduction_rule(red.op).identity, acc)
+            mask = f", {' & '.join(m.text for m in masks)}, other={ident}"
+        v = self.emit(
+            f"tl.load({self.ptr(ws)} + ({r.text} * {xnumel} + {x.text}){mask})",
+            [x, r, *masks],
+            acc,
+            axes=("x", "r0_"),
+        )
+        return self.emit(f"{final.format(v=v.text)}[:, None]", [v], acc, axes=("x",))
+
+    def unrolled(self, p: Placement, combine: str, acc: DType, *, back_to_bool: bool) -> Val:
+        """A small reduction unrolled at generation time: the value at each point of the reduction
+        (its loop variables bound to constants), combined left to right in r order; in a sliding
+        window, row by row of the window with the rows' partial results carried (`RowWalk`)."""
+
+        def combined(points: list[int]) -> Val:
+            red = p.node.value
+            assert isinstance(red, Reduce)
+            ctx = self.ctxs[p.node.name]
+            out: Val | None = None
+            for r in points:
+                self.axis_val["r0_"] = Val(str(r), self.idt, const=r)
+                v = self.value(red.x, ctx, ())
+                if back_to_bool:
+                    v = self.coerce(v, DType.bool)
+                v = self.materialize(self.coerce(v, acc), acc)
+                out = v if out is None else self.emit(combine.format(a=out.text, b=v.text), [out, v], acc)
+            assert out is not None
+            return out
+
+        res = self.walk.unrolled(p, combine, acc, combined) if self.walk is not None else None
+        if res is None:
+            res = combined(list(range(self.t.unroll)))
+        self.axis_val.pop("r0_", None)
+        return res
+
+    @staticmethod
+    def identity(kind: str, dtype: DType) -> str:
+        if kind == "zero":
+            return literal_text(0, dtype)
+        if kind == "one":
+            return literal_text(1, dtype)
+        if dtype.is_float:
+            return 'float("-inf")' if kind == "lowest" else 'float("inf")'
+        lo, hi = INT_RANGE[dtype]
+        return str(lo if kind == "lowest" else hi)
+
+    def streaming(self) -> bool:
+        """A reduction kernel that writes no point's value (its stores are the reductions' results
+        and what follows them, a row each) and reads each input once: in one pass (persistent, or
+        one r loop; not an unrolled window, whose loads overlap), through one index expression,
+        none of them indirect. Its loads stream data it reads once."""
+        ps = self.launch.placements
+        if self.launch.kind != "reduction" or self.t.unroll or self.walk is not None:
+            return False
+        if any(p.role == "inner" and p.node.output in self.launch.stores for p in ps):
+            return False
+        indices: dict[str, set[Expr]] = {}
+        for ld in (ld for p in ps for ld in p.node.reads() if ld.buffer not in self.produced):
+            if loads(ld.index):
+                return False
+            indices.setdefault(ld.buffer, set()).add(ld.index)
+        if any(len(ix) > 1 for ix in indices.values()):
+            return False
+        if self.part == "whole" and not self.t.persistent:
+            return max(self.phases()[0].values(), default=0) == 0
+        return True
+
+    def phases(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Which r loop each inner/reduction node runs in and after which loop each epilogue runs:
+        a value that needs a finished reduction opens the next loop."""
+        phase: dict[str, int] = {}
+        post: dict[str, int] = {}
+        for p in self.launch.placements:
+            deps = [self.produced[b] for b in p.node.read_buffers() if b in self.produced]
+            if p.role == "epilogue":
+                k = 0
+                for d in deps:
+                    if d.role == "inner":  # `match_read` refuses this: a planner bug
+                        raise FusedReadMismatch(
+                            f"plan kernel {self.launch.plan_kernel!r}: epilogue {p.node.name!r} reads "
+                            f"{d.node.output!r}, a value of the reduction loop"
+                        )
+                    k = max(k, phase[d.node.name] if d.role == "reduction" else post[d.node.name])
+                post[p.node.name] = k
+            else:
+                k = 0
+                for d in deps:
+                    if d.role == "reduction":
+                        k = max(k, phase[d.node.name] + 1)
+                    elif d.role == "epilogue":
+                        k = max(k, post[d.node.name] + 1)
+                    else:
+                        k = max(k, phase[d.node.name])
+                phase[p.node.name] = k
+        return phase, post
+
+    # -- stores -------------------------------------------------------------------------------------
+    def store(self, p: Placement, v: Val) -> None:
+        node = p.node
+        if node.output not in self.launch.stores:
+            return
+        ctx = self.ctxs[node.name]
+        sv = self.to_storage(v, self.graph.buffer(node.output).dtype)
+        idx = self.index(node.store.index, ctx, ())
+        region = p.axes
+        masks = [self.mask_val[a] for a in region if a in self.mask_val]
+        target = self.union(idx.axes, sv.axes, region if masks else ())
+        addr = self.address(node.output, idx, target)
+        mask = f", {' & '.join(m.text for m in masks)}" if masks else ""
+        self.effect(f"tl.store({addr}, {sv.text}{mask})", [idx, sv, *masks])
+        self.stored[node.output] = None
