@@ -16,10 +16,11 @@ from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
 from fuseopt.codegen.choice import choose
 from fuseopt.codegen.common import TORCH_DTYPE
 from fuseopt.codegen.emitter import EmittedKernel, kernel_name
+from fuseopt.codegen.helpers import HELPERS, helper_closure, helpers_used
 from fuseopt.codegen.kernel import KernelEmitter
 from fuseopt.codegen.launch_configs import finish_tiling
 from fuseopt.codegen.layout import truncate_comment, wrap
-from fuseopt.codegen.rules import HELPERS, helper_closure, helpers_used, library_rule
+from fuseopt.codegen.rules import library_rule
 from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
 from fuseopt.codegen.source_text import check_module, comment_text, graph_name, ident, literal, python_name
 from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig

@@ -1,0 +1,386 @@
+"""The `@triton.jit` helpers the rule tables call, emitted into a module only when its kernels use
+them (and what they call), in one fixed order so that modules are byte-identical run to run.
+
+Each is plain `tl` arithmetic that runs under TRITON_INTERPRET=1 (libdevice does not), accurate to a
+few ulp: NaN-propagating minimum and maximum, argmax/argmin combines, torch's integer division and
+remainder, log1p, expm1, tanh, pow, atan2, rounding, and the grid dependency control of split
+reductions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Helper:
+    source: str
+    deps: tuple[str, ...] = ()
+
+
+# Emitted (only when used) in this order, so modules are byte-identical run to run.
+HELPERS: dict[str, Helper] = {
+    "_maximum": Helper(
+        """\
+@triton.jit
+def _maximum(a, b):
+    # torch.maximum propagates NaN; tl.maximum may not.
+    return tl.where((a > b) | (a != a), a, b)
+"""
+    ),
+    "_minimum": Helper(
+        """\
+@triton.jit
+def _minimum(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+"""
+    ),
+    "_prod_combine": Helper(
+        """\
+@triton.jit
+def _prod_combine(a, b):
+    return a * b
+"""
+    ),
+    "_argmax_combine": Helper(
+        """\
+@triton.jit
+def _argmax_combine(a, a_index, b, b_index):
+    # First occurrence of the maximum; NaN counts as the largest value (torch.argmax).
+    a_nan = a != a
+    b_nan = b != b
+    first = a_index < b_index
+    take_a = (a > b) | (a_nan & (b == b)) | (((a == b) | (a_nan & b_nan)) & first)
+    return tl.where(take_a, a, b), tl.where(take_a, a_index, b_index)
+"""
+    ),
+    "_argmin_combine": Helper(
+        """\
+@triton.jit
+def _argmin_combine(a, a_index, b, b_index):
+    a_nan = a != a
+    b_nan = b != b
+    first = a_index < b_index
+    take_a = (a < b) | (a_nan & (b == b)) | (((a == b) | (a_nan & b_nan)) & first)
+    return tl.where(take_a, a, b), tl.where(take_a, a_index, b_index)
+"""
+    ),
+    "_max_propagate": Helper(
+        """\
+@triton.jit
+def _max_propagate(a, b):
+    # NaN wins (torch.max): one max.NaN instruction, where tl.max's combine drops NaN.
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+"""
+    ),
+    "_min_propagate": Helper(
+        """\
+@triton.jit
+def _min_propagate(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+"""
+    ),
+    "_argmax_final": Helper(
+        """\
+@triton.jit
+def _argmax_final(v, index):
+    # The smallest index holding the maximum along axis 1; NaN counts as the largest value.
+    nan = v != v
+    has_nan = tl.max(nan.to(tl.int8), 1)[:, None] > 0
+    best = tl.max(v, 1)[:, None]
+    hit = tl.where(has_nan, nan, v == best)
+    return tl.min(tl.where(hit, index, 9223372036854775807), 1)
+"""
+    ),
+    "_argmin_final": Helper(
+        """\
+@triton.jit
+def _argmin_final(v, index):
+    nan = v != v
+    has_nan = tl.max(nan.to(tl.int8), 1)[:, None] > 0
+    best = tl.min(v, 1)[:, None]
+    hit = tl.where(has_nan, nan, v == best)
+    return tl.min(tl.where(hit, index, 9223372036854775807), 1)
+"""
+    ),
+    "_to_bf16": Helper(
+        """\
+# Triton's interpreter (TRITON_INTERPRET=1, read when triton loads) rounds float32 -> bfloat16
+# wrongly (triton 3.9); compiled kernels convert natively (one cvt.rn instruction).
+_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+
+
+@triton.jit
+def _to_bf16(x):
+    # float32 -> bfloat16, rounding to nearest even; NaN and inf preserved. By hand only under
+    # the interpreter: on a GPU the bit arithmetic cost ~12 integer ops an element.
+    if _INTERPRETED:
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = bits + (0x7FFF + ((bits >> 16) & 1))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+"""
+    ),
+    "_floordiv_int": Helper(
+        """\
+@triton.jit
+def _floordiv_int(a, b):
+    # Triton's // truncates toward zero; torch and the graph format floor.
+    q = a // b
+    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
+"""
+    ),
+    "_int_floordiv": Helper(
+        """\
+@triton.jit
+def _int_floordiv(a, b):
+    # torch's floor division of integers by a divisor known at run time. Triton's // truncates
+    # toward zero. A zero divisor (torch raises ZeroDivisionError, and so does the reference)
+    # divides by 1 here, and -1 negates (INT_MIN // -1 wraps to INT_MIN, as in torch), so that
+    # no lane runs a division the hardware leaves undefined.
+    a, b = tl.broadcast(a, b)
+    if b.dtype.is_int_signed():
+        minus_one = b == -1
+        d = tl.where((b == 0) | minus_one, tl.full(b.shape, 1, b.dtype), b)
+        q = a // d
+        q = tl.where(((a % d) != 0) & ((a < 0) != (d < 0)), q - 1, q)
+        return tl.where(minus_one, -a, q)
+    else:
+        return a // tl.where(b == 0, tl.full(b.shape, 1, b.dtype), b)
+"""
+    ),
+    "_int_remainder": Helper(
+        """\
+@triton.jit
+def _int_remainder(a, b):
+    # Python/torch remainder of integers (the divisor's sign) by a divisor known at run time; a
+    # zero divisor reads as 1 and -1 gives 0 (INT_MIN % -1 would overflow), see _int_floordiv.
+    a, b = tl.broadcast(a, b)
+    if b.dtype.is_int_signed():
+        d = tl.where((b == 0) | (b == -1), tl.full(b.shape, 1, b.dtype), b)
+        r = a % d
+        return tl.where((r != 0) & ((r < 0) != (d < 0)), r + d, r)
+    else:
+        return a % tl.where(b == 0, tl.full(b.shape, 1, b.dtype), b)
+"""
+    ),
+    "_int_fmod": Helper(
+        """\
+@triton.jit
+def _int_fmod(a, b):
+    # C's remainder (the dividend's sign: Triton's %) by a divisor known at run time; a zero
+    # divisor reads as 1 and -1 gives 0, see _int_floordiv.
+    a, b = tl.broadcast(a, b)
+    if b.dtype.is_int_signed():
+        return a % tl.where((b == 0) | (b == -1), tl.full(b.shape, 1, b.dtype), b)
+    else:
+        return a % tl.where(b == 0, tl.full(b.shape, 1, b.dtype), b)
+"""
+    ),
+    "_floordiv_float": Helper(
+        """\
+@triton.jit
+def _floordiv_float(a, b):
+    # torch's div_floor_floating: exact where floor(a / b) would round.
+    mod = a % b
+    div = (a - mod) / b
+    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+    q = tl.floor(div)
+    q = tl.where(div - q > 0.5, q + 1.0, q)
+    return tl.where(b == 0, a / b, q)
+"""
+    ),
+    "_remainder": Helper(
+        """\
+@triton.jit
+def _remainder(a, b):
+    # Python/torch remainder: the sign of the divisor (Triton's % takes the dividend's).
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+"""
+    ),
+    "_gdc_wait": Helper(
+        """\
+@triton.jit
+def _gdc_wait(PDL: tl.constexpr):
+    # Launched with programmatic dependent launch (PDL), this kernel may start while the kernel
+    # before it still runs: wait here, before the first load, until that kernel's writes are
+    # visible. PDL is False where the GPU has no grid dependency control (and in the interpreter).
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+"""
+    ),
+    "_gdc_launch_dependents": Helper(
+        """\
+@triton.jit
+def _gdc_launch_dependents(PDL: tl.constexpr):
+    # This program has issued its last store: the kernel launched after it with PDL may start.
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+"""
+    ),
+    "_relu": Helper(
+        """\
+@triton.jit
+def _relu(x):
+    return tl.where(x < 0, tl.zeros_like(x), x)
+"""
+    ),
+    "_sign": Helper(
+        """\
+@triton.jit
+def _sign(x):
+    return (x > 0).to(x.dtype) - (x < 0).to(x.dtype)
+"""
+    ),
+    "_trunc": Helper(
+        """\
+@triton.jit
+def _trunc(x):
+    return tl.where(x < 0, tl.ceil(x), tl.floor(x))
+"""
+    ),
+    "_round": Helper(
+        """\
+@triton.jit
+def _round(x):
+    # Round half to even (torch.round); inf and nan pass through.
+    r = tl.floor(x)
+    d = x - r
+    odd = (r - 2.0 * tl.floor(r * 0.5)) == 1.0
+    out = tl.where((d > 0.5) | ((d == 0.5) & odd), r + 1.0, r)
+    return tl.where(d == d, out, x)
+"""
+    ),
+    "_log1p": Helper(
+        """\
+@triton.jit
+def _log1p(x):
+    # Kahan's log1p: exact-ish for tiny x without libdevice.
+    u = 1.0 + x
+    y = tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+    return tl.where(u == float("inf"), u, y)
+"""
+    ),
+    "_expm1": Helper(
+        """\
+@triton.jit
+def _expm1(x):
+    # Kahan's expm1: (u - 1) * x / log(u) cancels the rounding error of exp.
+    u = tl.exp(x)
+    y = (u - 1.0) * (x / tl.log(u))
+    y = tl.where(u == 1.0, x, y)
+    y = tl.where(u - 1.0 == -1.0, -1.0, y)
+    return tl.where(u == float("inf"), u, y)
+"""
+    ),
+    "_tan": Helper(
+        """\
+@triton.jit
+def _tan(x):
+    return tl.sin(x) / tl.cos(x)
+"""
+    ),
+    "_tanh": Helper(
+        """\
+@triton.jit
+def _tanh(x):
+    e = _expm1(-2.0 * tl.abs(x))
+    t = -e / (2.0 + e)
+    return tl.where(x < 0, -t, t)
+""",
+        ("_expm1",),
+    ),
+    "_pow": Helper(
+        """\
+@triton.jit
+def _pow(a, b):
+    # In float64 so that exp2(b * log2|a|) keeps float32 accuracy; the sign for a < 0 and the
+    # special cases follow torch.pow.
+    af = a.to(tl.float64)
+    bf = b.to(tl.float64)
+    r = tl.exp2(bf * tl.log2(tl.abs(af)))
+    b_int = tl.floor(bf) == bf
+    b_odd = b_int & (tl.abs(bf % 2.0) == 1.0)
+    r = tl.where(af < 0, tl.where(b_int, tl.where(b_odd, -r, r), float("nan")), r)
+    r = tl.where((bf == 0) | (af == 1), 1.0, r)
+    return r.to(a.dtype)
+"""
+    ),
+    "_ipow": Helper(
+        """\
+@triton.jit
+def _ipow(a, b):
+    # Integer power by squaring, wrapping like torch's integer pow. A negative exponent (signed
+    # dtypes) gives 0, except for the bases 1 (1) and -1 (-1 for an odd exponent, else 1), as
+    # torch computes it.
+    a, b = tl.broadcast(a, b)
+    one = tl.zeros_like(a) + 1
+    r = one
+    base = a
+    e = b
+    for _ in range(64):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    if b.dtype.is_int_signed():
+        unit = tl.where(a == 1, one, tl.where(a == -1, tl.where((b & 1) != 0, -one, one), one - one))
+        r = tl.where(b < 0, unit, r)
+    return r
+"""
+    ),
+    "_atan": Helper(
+        """\
+@triton.jit
+def _atan(x):
+    # Cephes atan: reduce |x| to [0, 0.66], then a rational approximation.
+    ax = tl.abs(x)
+    big = ax > 2.414213562373095
+    mid = ax > 0.66
+    z = tl.where(big, -1.0 / ax, tl.where(mid, (ax - 1.0) / (ax + 1.0), ax))
+    y0 = tl.where(big, 1.5707963267948966, tl.where(mid, 0.7853981633974483, 0.0))
+    zz = z * z
+    p = -8.750608600031904e-1 * zz - 1.615753718733365e1
+    p = (p * zz - 7.500855792314705e1) * zz - 1.228866684490136e2
+    p = p * zz - 6.485021904942025e1
+    q = (zz + 2.485846490142306e1) * zz + 1.650270098316988e2
+    q = ((q * zz + 4.328810604912903e2) * zz + 4.853903996359137e2) * zz + 1.945506571482614e2
+    r = y0 + (z + z * zz * p / q)
+    return tl.where(x < 0, -r, r)
+"""
+    ),
+    "_atan2": Helper(
+        """\
+@triton.jit
+def _atan2(y, x):
+    a = _atan(y / x)
+    r = tl.where(x > 0, a, tl.where(y >= 0, a + 3.141592653589793, a - 3.141592653589793))
+    on_axis = tl.where(y > 0, 1.5707963267948966, tl.where(y < 0, -1.5707963267948966, 0.0))
+    r = tl.where(x == 0, on_axis, r)
+    return tl.where(y != y, y, r)
+""",
+        ("_atan",),
+    ),
+}
+
+_HELPER_CALL = re.compile(r"(?<![A-Za-z0-9_.])(_[a-z][a-z0-9_]*)\b")
+
+
+def helpers_used(text: str) -> list[str]:
+    """Helper names referenced in `text` (calls, or combine functions passed to tl.reduce)."""
+    return [m for m in dict.fromkeys(_HELPER_CALL.findall(text)) if m in HELPERS]
+
+
+def helper_closure(names: list[str]) -> list[str]:
+    """The helpers in `names` and everything they call, in the fixed order of HELPERS."""
+    need: dict[str, None] = {}
+    stack = list(names)
+    while stack:
+        n = stack.pop()
+        if n in need:
+            continue
+        need[n] = None
+        stack.extend(HELPERS[n].deps)
+    return [n for n in HELPERS if n in need]
