@@ -191,18 +191,27 @@ def test_saved_bytes_equals_kernel_bytes_difference(seed: int) -> None:
             ) - table.kernel_bytes(a + b)
 
 
+@pytest.mark.parametrize("bitsets", [True, False])
 @pytest.mark.parametrize("seed", range(8))
-def test_reachability_matches_a_search_of_the_group_graph(seed: int) -> None:
-    """FusionState's bitset reachability and cycle check agree with a plain search after every
-    fusion of a random sequence (fusions that would close a cycle are refused, as the planner does)."""
+def test_reachability_matches_a_search_of_the_group_graph(
+    seed: int, bitsets: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FusionState's reachability (node bitsets and searches, or searches alone) and cycle check
+    agree with a plain search after every fusion of a random sequence (fusions that would close a
+    cycle are refused, as the planner does)."""
     import random
 
     from fuseopt.analysis.deps import graph_deps
+    from fuseopt.passes import reach as reach_module
     from fuseopt.passes.fusion_state import FusionState
+
+    if not bitsets:
+        monkeypatch.setattr(reach_module, "MAX_BITSET_NODES", 0)
     from tests.fixtures.graphgen import make_graph
 
     g = load_text(json.dumps(make_graph(120, seed=seed, rows=4, cols=8)), "g.json")
     state = FusionState(g, graph_deps(g), {n.name: i for i, n in enumerate(g.nodes)})
+    assert bool(state.reach.below) == bitsets
 
     def reach(gid: int) -> set[int]:
         seen: set[int] = set()

@@ -102,6 +102,7 @@ class FusionState:
         # spelled out only for verdicts that reach the plan or `explain` (found again then)
         self.detailed = True
         self.single_use_cache: dict[tuple[int, int], dict[tuple[str, int], int]] = {}
+        self.dep_bytes: dict[Dep, int] = {}  # analysis.deps.dep_bytes of each dependency asked about
         # legality's match_read verdicts by (producer, reader, load, space), nodes by identity
         self.match_memo: dict[tuple[int, int, int, int, int], tuple[Any, Any, Any, Any]] = {}
         self.access = AccessTable(graph)

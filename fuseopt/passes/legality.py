@@ -70,12 +70,16 @@ def shared_memory_bytes(state: FusionState, g1: Group, g2: Group) -> int:
                 total += dep_bytes(_whole(d), state.graph)
         return total
     small, big = (g1, g2) if len(g1.reads) + len(g1.writes) <= len(g2.reads) + len(g2.writes) else (g2, g1)
-    return sum(
-        dep_bytes(d, state.graph)
-        for part in (small.reads, small.writes)
-        for d in part
-        if d in big.reads or d in big.writes
-    )
+    total = 0
+    sizes = state.dep_bytes
+    for part in (small.reads, small.writes):
+        for d in part:
+            if d in big.reads or d in big.writes:
+                n = sizes.get(d)
+                if n is None:
+                    n = sizes[d] = dep_bytes(d, state.graph)
+                total += n
+    return total
 
 
 def _whole(d: Dep) -> Dep:
@@ -144,8 +148,9 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     return v
 
 
-def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int) -> Verdict:
-    if state.is_ancestor(g2, g1):
+def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int, *, ordered: bool = False) -> Verdict:
+    """The cycle's verdict, g1 and g2 in path order (`ordered`: the caller knows g1 goes first)."""
+    if not ordered and state.is_ancestor(g2, g1):
         g1, g2 = g2, g1
     via = state.path_via(g1, g2) if state.detailed else []
     return Verdict.no(
@@ -207,7 +212,7 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
     # state.would_create_cycle, knowing g1 goes first (g2 does not reach it): a path g1 -> g2 that
     # is not the direct edge, or leaves g1 by another successor
     if vertical and (g2.gid not in g1.succ or state.reach.reaches_around(g1.gid, g2.gid)):
-        return _cycle_verdict(state, g1, g2, memory)
+        return _cycle_verdict(state, g1, g2, memory, ordered=True)
     kind = shape if shape else ("vertical" if vertical else "horizontal")
     return Verdict(True, kind=kind, memory=memory)
 

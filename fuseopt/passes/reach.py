@@ -1,6 +1,8 @@
 """Reachability between the fusion pass's groups, from a topological order kept across fusions.
 
-Memory is O(groups + edges): no transitive closure is stored. Every path a -> b runs through
+Up to MAX_BITSET_NODES nodes, each group also keeps the nodes its members reach as a bitset (a
+sound yes without a search; n * n / 2 bits at most); beyond that memory is O(groups + edges) and
+no transitive closure is stored. Every path a -> b runs through
 groups placed between a and b in the order, so `reaches(a, b)` searches forward from a through
 that window only. A fusion re-sorts only the window between its two sides (Pearce and Kelly's
 dynamic topological order, applied to contracting two groups): the later side's ancestors in the
@@ -22,6 +24,11 @@ class _Node(Protocol):
     pred: set[int]
 
 
+# Largest graph whose node-to-node reachability is kept as bitsets: up to n * n / 2 bits (25 MB
+# at 20,000 nodes); beyond it every question is a search.
+MAX_BITSET_NODES = 20_000
+
+
 class Reach:
     def __init__(self, groups: Mapping[int, _Node], order: Iterable[int]):
         self.groups = groups
@@ -30,13 +37,26 @@ class Reach:
         # groups runs through their union), so a yes stays a yes; a no holds until the next fusion
         self.known: dict[tuple[int, int], bool] = {}
         self.reached: set[tuple[int, int]] = set()
+        # A sound yes without a search: the groups start as single nodes, and a path between two
+        # nodes stays a path between their groups (a node path maps to a group path: no group
+        # can be left and re-entered in a DAG). `below[g]`: the nodes its members reach, as bits;
+        # `bits[g]`: its members. Contraction ORs both.
+        self.below: dict[int, int] = {}
+        self.bits: dict[int, int] = {}
+        if len(self.pos) <= MAX_BITSET_NODES:
+            for g in sorted(self.pos, key=self.pos.__getitem__, reverse=True):
+                below = 0
+                for n in groups[g].succ:
+                    below |= self.below[n] | (1 << n)
+                self.below[g] = below
+                self.bits[g] = 1 << g
 
     def reaches(self, a: int, b: int) -> bool:
         """Is there a path a -> ... -> b (a != b)?"""
         pb = self.pos[b]
         if a == b or self.pos[a] >= pb or not self.groups[a].succ or not self.groups[b].pred:
             return False
-        if (a, b) in self.reached:
+        if (a, b) in self.reached or (self.below and self.below[a] & self.bits[b]):
             return True
         hit = self.known.get((a, b))
         if hit is None:
@@ -119,3 +139,6 @@ class Reach:
             pos[g] = p
         del pos[gone]
         self.known.clear()
+        if self.below:
+            self.below[keep] |= self.below.pop(gone)
+            self.bits[keep] |= self.bits.pop(gone)
