@@ -1,0 +1,47 @@
+"""Issue #25's suite (tests/fixtures/suite.py, benchmarks/suite.py): the CPU paths."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchmarks.suite import FORMAT, report, run_suite
+from fuseopt.passes.options import Options
+from fuseopt.passes.pipeline import optimize
+from tests.fixtures.suite import SUITE, captured
+
+# A reduction, a pooling in channels-last bf16, an odd-shaped fp16 norm, a zoo piece with a mask.
+REPRESENTATIVE = ["sum_f32", "avg_s2_cl_bf16", "ln_f16_odd", "zoo_attn"]
+
+
+def test_suite_has_the_issues_breadth() -> None:
+    assert len(SUITE) >= 22
+    assert sum(name.startswith("zoo_") for name in SUITE) >= 5
+    for work in SUITE.values():
+        assert set(work.full) == set(work.small)
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1")
+def test_small_suite_checks_every_variant_in_process() -> None:
+    """benchmarks/suite.py --small on four workloads: captured, every variant checked (no timing)."""
+    seen: list[str] = []
+    results = run_suite(
+        REPRESENTATIVE, small=True, interpret=True, on_result=lambda r: seen.append(r["workload"])
+    )
+    assert seen == REPRESENTATIVE
+    for res in results:
+        assert res["ok"], res["summary"]["errors"]
+        assert [v["name"] for v in res["variants"]] == ["fuseopt", "unfused", "eager"]
+        assert res["summary"]["fuseopt_ms"] is None and res["summary"]["kernels"]["fuseopt"] >= 1
+    doc = report(results, device="cpu-interpret", copy_gbps=None, read_gbps=None, versions={})
+    assert doc["format"] == FORMAT and doc["ok"] == doc["workloads"] == len(REPRESENTATIVE)
+    assert doc["geomean_vs_torch_compile"] is None and doc["below_1x_torch_compile"] == []
+    assert [row["workload"] for row in doc["table"]] == REPRESENTATIVE
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_every_workload_captures_and_plans(name: str) -> None:
+    graph, _ = captured(name, small=True)
+    stage = optimize(graph, Options())
+    assert graph.name == name and 1 <= len(stage.plan.kernels) <= len(graph.nodes)
