@@ -23,6 +23,7 @@ from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen import CodegenError, CodegenOptions, emit_module, split_loops, write_module
 from fuseopt.codegen.indexing import Digit, canonical_index, decompose
 from fuseopt.codegen.rules import divisor_reciprocal
+from fuseopt.codegen.strategies import SplitPartial
 from fuseopt.errors import CheckFailed
 from fuseopt.interp import make_inputs
 from fuseopt.ir.dtypes import DType
@@ -407,7 +408,7 @@ def test_split_reduction_autotune_candidates(monkeypatch: pytest.MonkeyPatch) ->
 
         def one(graph_, launch, options, i=i):  # the i-th candidate as the fixed launch
             t = real(graph_, launch, dataclasses.replace(options, autotune=True))
-            if t.part != "partial":
+            if not isinstance(t.strategy, SplitPartial):
                 return dataclasses.replace(t, autotune=())
             tried.append(t.autotune[i])
             return dataclasses.replace(t, config=t.autotune[i], autotune=())

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from fuseopt.cli.main import _register, cli
 from fuseopt.codegen import CodegenOptions, emit_module
-from fuseopt.codegen.tiling import _TUNING_OVERRIDES
+from fuseopt.codegen.options import _TUNING_OVERRIDES
 from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.targets import A100, DEFAULT, H100, H200, Target, Tuning, detect, from_properties, get, names

@@ -35,9 +35,12 @@ import math
 from dataclasses import replace
 
 from fuseopt.codegen.indexing import Digit
+from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch
-from fuseopt.codegen.tile_shapes import flat_digits, window_tilings
-from fuseopt.codegen.tiling import Cells, CodegenOptions, LaunchConfig, Tiling
+from fuseopt.codegen.strategies import Cells, RegisterWindow, SlidingWindow
+from fuseopt.codegen.strategies.rows import flat_digits
+from fuseopt.codegen.tile_shapes import window_tilings
+from fuseopt.codegen.tiling import Tiling
 from fuseopt.ir.graph import Graph
 
 
@@ -106,7 +109,8 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
         if c is None or c % piece or piece & (piece - 1):
             continue
         ncols = x.numel // c
-        period = math.gcd(walk.walk_period, y.numel)
+        assert isinstance(walk.strategy, SlidingWindow)
+        period, rnumel = math.gcd(walk.strategy.period, y.numel), walk.strategy.rnumel
         for rows, cols in window_shapes(period, ncols, options):
             shape = Cells(rows, cols, c, period, ncols)
             if y.numel // period * shape.bands > options.gpu.max_grid_y:
@@ -114,7 +118,6 @@ def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -
             config = LaunchConfig(
                 (("YBLOCK", rows), ("XBLOCK", piece)), max(1, piece // t.cells_points_per_warp)
             )
-            out.append(
-                replace(walk, config=config, autotune=(), masked=(), walk=0, walk_period=0, cells=shape)
-            )
+            window = RegisterWindow(shape, rnumel)
+            out.append(replace(walk, strategy=window, config=config, autotune=(), masked=()))
     return out

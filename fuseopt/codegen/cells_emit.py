@@ -21,7 +21,7 @@ class RegisterWindowEmitter(ReductionEmitter):
         chunk (a period's last band) ends at its last column (row) and overlaps the one before:
         those points are computed and stored twice, the same values (a point's value depends only
         on the kernel's inputs: buffers of earlier kernels, never written by this one)."""
-        c = self.t.cells
+        c = self.cells
         assert c is not None
         over_rows, over_cols = c.overlap
         cast = ".to(tl.int64)" if self.idt == DType.int64 else ""
@@ -59,7 +59,7 @@ class RegisterWindowEmitter(ReductionEmitter):
     def cells_body(self) -> None:
         """Every cell of a register window, row by row: the kernel's nodes at the cell's row and
         column (loads that cells share are emitted once, by the emitter's CSE)."""
-        c = self.t.cells
+        c = self.cells
         assert c is not None
         x0, y0 = self.axis_val["x"], self.axis_val["y"]
         for t in range(c.rows):

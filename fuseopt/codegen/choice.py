@@ -13,6 +13,7 @@ from fractions import Fraction
 from fuseopt.codegen.cells import cell_tilings
 from fuseopt.codegen.kernel import KernelEmitter
 from fuseopt.codegen.schedule import ComputeLaunch
+from fuseopt.codegen.strategies import RegisterWindow, register_window, sliding_window
 from fuseopt.codegen.tile_shapes import choose_tiling, window_tilings
 from fuseopt.codegen.tiling import CodegenOptions, Tiling
 from fuseopt.codegen.window import Key, carry_plan
@@ -31,19 +32,19 @@ def choose(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tupl
     per_point: int | None = None
     for cand in window_tilings(graph, launch, options):
         carry, loads, carried = window_plan(graph, cand)
-        if carried and t.window_carry_ratio * carried >= loads:
-            window, per_point = (cand, carry), loads - carried
+        if sliding_window.applies(loads, carried, t.window_carry_ratio):
+            window, per_point = (cand, carry), sliding_window.cost(loads, carried)
             break
     best: tuple[Fraction, Tiling] | None = None
     for cand in cell_tilings(graph, launch, options):
         needed, distinct = cells_plan(graph, cand)
-        assert cand.cells is not None
-        cells = cand.cells.rows * cand.cells.cols
+        assert isinstance(cand.strategy, RegisterWindow)
+        cells = cand.strategy.cells.rows * cand.strategy.cells.cols
         limit = Fraction(needed, cells) if per_point is None else per_point  # values a point otherwise
-        cost = Fraction(distinct, cells) * cand.cells.waste  # values loaded a point of the output
-        shared = t.cells_share_ratio * (needed - distinct) >= needed
-        keep = options.window_shape is not None or shared and cost < limit
-        if needed and keep and (best is None or cost < best[0]):
+        cost = register_window.cost(cand.strategy, distinct)  # values loaded a point of the output
+        shared = register_window.applies(needed, distinct, t.cells_share_ratio)
+        keep = options.window_shape is not None and needed > 0 or shared and cost < limit
+        if keep and (best is None or cost < best[0]):
             best = (cost, cand)
     if best is not None:
         return best[1], {}

@@ -20,6 +20,15 @@ from fuseopt.codegen.indexing import Digit, Flat
 from fuseopt.codegen.rules import KERNEL_NAME_OF
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base, digits_of
 from fuseopt.codegen.source_text import ident, python_name
+from fuseopt.codegen.strategies import (
+    Cells,
+    RegisterWindow,
+    SlidingWindow,
+    SplitFinish,
+    SplitPartial,
+    persistent,
+    unrolled_points,
+)
 from fuseopt.codegen.tiling import Tiling
 from fuseopt.codegen.values import Literal, LoopBlock, NodeCtx, Stmt, Val
 from fuseopt.codegen.window import index_ops
@@ -98,8 +107,13 @@ def kernel_ops(placements: Sequence[Placement]) -> list[str]:
 
 def kernel_name(tiling: Tiling, position: int, max_ops: int = 5) -> str:
     # An unrolled reduction is a pointwise tile (as Inductor's pooling kernels are).
+    s = tiling.strategy
     prefix = (
-        "poi" if tiling.launch.kind == "pointwise" or tiling.unroll else "per" if tiling.persistent else "red"
+        "poi"
+        if tiling.launch.kind == "pointwise" or unrolled_points(s)
+        else "per"
+        if persistent(s)
+        else "red"
     )
     ops = kernel_ops(tiling.launch.placements)[:max_ops]
     return f"triton_{prefix}_fused_{'_'.join(ops) or 'copy'}_{position}"
@@ -131,17 +145,22 @@ class EmitterCore:
     def __init__(self, graph: Graph, tiling: Tiling, name: str):
         self.graph = graph
         self.t = tiling
-        self.part = tiling.part
-        self.workspaces = workspace_names(graph, tiling.launch) if tiling.part != "whole" else {}
+        s = self.strategy = tiling.strategy
+        self.unroll = unrolled_points(s)  # points of a reduction unrolled into a pointwise tile
+        self.persistent = persistent(s)  # whole rows of r in the tile: no r loop
+        self.cells: Cells | None = s.cells if isinstance(s, RegisterWindow) else None
+        self.workspaces = (
+            workspace_names(graph, tiling.launch) if isinstance(s, SplitPartial | SplitFinish) else {}
+        )
         self.ws_dtypes: dict[str, DType] = {}
         self.stored: dict[str, None] = {}
         self.launch = tiling.launch
         self.name = name
         self.axes = {a.name: a for a in self.launch.axes}
-        if tiling.walk or tiling.cells:
+        if isinstance(s, SlidingWindow | RegisterWindow):
             # rows walked one at a time, or a register window's cells: yindex is a scalar
             self.dims: tuple[str, ...] = ("x",)
-        elif self.launch.kind == "pointwise" or tiling.unroll:
+        elif self.launch.kind == "pointwise" or self.unroll:
             self.dims = ("y", "x") if "y" in self.axes else ("x",)
         else:
             self.dims = ("x", "r0_")
@@ -171,8 +190,8 @@ class EmitterCore:
         self.zero_masked: dict[str, frozenset[str]] = {}  # load (widened or not) -> its mask terms
         self.extents = {axes_base((a.name,)): a.numel for a in self.launch.axes}
         sizes = {a.name: a.numel for a in self.launch.axes}
-        if tiling.unroll:
-            sizes["r0_"] = tiling.unroll  # digits of the reduce loops; bound to constants per point
+        if self.unroll:
+            sizes["r0_"] = self.unroll  # digits of the reduce loops; bound to constants per point
         self.ctxs = {p.node.name: NodeCtx(p, digits_of(p, sizes)) for p in self.launch.placements}
         self.cond_exprs: list[Expr] = []  # conditions of the enclosing masked values
         # a sliding window's row loop (`codegen.walking`), with the loads it carries: set by

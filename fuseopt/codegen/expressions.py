@@ -29,6 +29,7 @@ from fuseopt.codegen.rules import (
     unary_rule,
 )
 from fuseopt.codegen.schedule import Placement
+from fuseopt.codegen.strategies import Tile2D
 from fuseopt.codegen.values import NodeCtx, Val
 from fuseopt.codegen.window import index_ops
 from fuseopt.ir.bounds import interval, linear_form
@@ -57,7 +58,7 @@ class ExpressionEmitter(EmitterCore):
 
     # -- axis values and digits ---------------------------------------------------------------------
     def base_val(self, base: str) -> Val:
-        if base == "r0_index" and self.t.unroll:
+        if base == "r0_index" and self.unroll:
             return self.axis_val["r0_"]  # the unrolled reduction's current point, a literal
         for a in self.axes:
             if base == self.axes[a].index and a in self.axis_val:
@@ -88,7 +89,7 @@ class ExpressionEmitter(EmitterCore):
             return Val(str(q), self.idt, const=q)
         if d.div == 1 and d.mod is None:
             return base
-        if self.t.cells and (cell := self.cell_digit(d, base)) is not None:
+        if self.cells and (cell := self.cell_digit(d, base)) is not None:
             return cell
         return self.emit(digit_text(d, base.text), [base], self.idt, prefix=self._digit_prefix(d.base, base))
 
@@ -97,7 +98,7 @@ class ExpressionEmitter(EmitterCore):
         base (from its ids: `cells_prologue`) plus a constant where that is exact (see
         `codegen.cells`); None where it is not (`digit_val` then computes it from `root + k`)."""
         root, k = base.rooted()
-        c = self.t.cells
+        c = self.cells
         assert c is not None and self.cells_ypid is not None and self.cells_col is not None
         over_rows, _ = c.overlap
         found: tuple[str, list[Val], int] | None = None  # the base's digit, its deps, the shift
@@ -160,7 +161,7 @@ class ExpressionEmitter(EmitterCore):
         out = Val(
             text, self.idt, self.union(*(d.axes for d in deps)), max(d.level for d in deps), self.uses(deps)
         )
-        if self.t.cells:  # the constant kept apart: a cell's address is its base pointer + it
+        if self.cells:  # the constant kept apart: a cell's address is its base pointer + it
             return out.shifted(const)
         if const:
             text += f" {'+' if const > 0 else '-'} {abs(const)}"
@@ -245,7 +246,7 @@ class ExpressionEmitter(EmitterCore):
         if masks:
             other = "0.0" if buf.dtype.is_float else "0"
             args += f", {' & '.join(m.text for m in masks)}, other={other}"
-        if self.t.transposed:
+        if isinstance(self.strategy, Tile2D):
             # A transposed 2D tile: Inductor's choice for these loads, and faster on apbt (commit 0c70975).
             args += ', eviction_policy="evict_last"'
         elif self.streams and all(a in idx.axes for a in self.dims):
@@ -271,7 +272,7 @@ class ExpressionEmitter(EmitterCore):
             self.zero_masked[out.text] = frozenset(m.text for m in masks)
         if walk is not None:
             walk.loaded(key, prev, out)
-        if self.t.cells and "x" in axes:
+        if self.cells and "x" in axes:
             self.cell_loads[-1][rhs] = None
             self.window_loads[rhs] = None
         return out
@@ -343,7 +344,7 @@ class ExpressionEmitter(EmitterCore):
             if folded != e.index:
                 return self.value(replace(e, index=folded), ctx, conds)
         narrow = self.idt == DType.int32 and index_like(e, ctx.ranges)
-        if e.dtype == DType.int64 and (narrow or self.t.cells and index_ops(e, ctx.ranges)):
+        if e.dtype == DType.int64 and (narrow or self.cells and index_ops(e, ctx.ranges)):
             # Integer arithmetic of loop variables (a window's bounds checks) as index arithmetic:
             # in int32 where it provably fits (plain // and % on non-negative operands, digits of
             # one tile axis) rather than int64 value arithmetic with sign-correcting helpers; in a

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 from fuseopt.codegen.common import INT32_MAX, INT_RANGE, cdiv, next_power_of_2, prod
 from fuseopt.codegen.indexing import decompose
+from fuseopt.codegen.options import LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base
-from fuseopt.codegen.tiling import LaunchConfig
 from fuseopt.codegen.window import index_ops
 from fuseopt.ir.bounds import index_magnitude, indirect_bounds
 from fuseopt.ir.dtypes import DType

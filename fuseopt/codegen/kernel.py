@@ -21,6 +21,18 @@ from fuseopt.codegen.cells_emit import RegisterWindowEmitter
 from fuseopt.codegen.emitter import EmittedKernel
 from fuseopt.codegen.layout import LINE_LENGTH, truncate_comment, wrap
 from fuseopt.codegen.source_text import comment_text, ident, python_name
+from fuseopt.codegen.strategies import (
+    LoopedRow,
+    PersistentRow,
+    RegisterWindow,
+    RowSplit,
+    SlidingWindow,
+    SplitFinish,
+    SplitPartial,
+    Tile1D,
+    Tile2D,
+    Unrolled,
+)
 from fuseopt.codegen.tiling import LaunchConfig, Tiling
 from fuseopt.codegen.values import LoopBlock, Stmt, Val
 from fuseopt.codegen.walking import RowWalk
@@ -40,7 +52,7 @@ class KernelEmitter(RegisterWindowEmitter):
 
     def __init__(self, graph: Graph, tiling: Tiling, name: str, carry: Mapping[Key, Key] | None = None):
         super().__init__(graph, tiling, name)
-        self.walk = RowWalk(self, carry or {}) if tiling.walk else None
+        self.walk = RowWalk(self, carry or {}) if isinstance(tiling.strategy, SlidingWindow) else None
 
     # -- kernel axes -------------------------------------------------------------------------------
     def prologue(self) -> None:
@@ -48,7 +60,7 @@ class KernelEmitter(RegisterWindowEmitter):
         pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
         if self.walk is not None:
             self.walk.prologue()
-        elif self.t.cells:
+        elif self.cells:
             self.cells_prologue()
         elif self.dims == ("y", "x") and self.t.grid_2d:
             cast = ".to(tl.int64)" if i64 else ""
@@ -77,12 +89,12 @@ class KernelEmitter(RegisterWindowEmitter):
             xoff = self.emit(f"{pid} * XBLOCK", [], self.idt, name="xoffset")
             rng = "tl.arange(0, XBLOCK)" + ("[:, None]" if len(self.dims) == 2 else "")
             self.axis_val["x"] = self.emit(f"xoffset + {rng}", [xoff], self.idt, name="xindex", axes=("x",))
-        if self.part == "partial":
+        if isinstance(self.strategy, SplitPartial):
             self.top.append(Stmt("rsplit = tl.program_id(1)", "rsplit", (), effect=True))
         for a in self.dims:
             if a != "r0_":
                 self._mask(a)
-        if "r0_" in self.axes and self.t.persistent:
+        if "r0_" in self.axes and self.persistent:
             self._r_axis("tl.arange(0, R0_BLOCK)[None, :]" + (".to(tl.int64)" if i64 else ""), [])
 
     def _mask(self, a: str) -> None:
@@ -98,8 +110,8 @@ class KernelEmitter(RegisterWindowEmitter):
 
     def open_loop(self) -> None:
         assert self.loop is None
-        if self.part == "partial":
-            chunk = self.launch.axes[1].numel // self.t.split
+        if isinstance(s := self.strategy, SplitPartial):
+            chunk = self.launch.axes[1].numel // s.chunks
             header = f"for r0_offset in range(rsplit * {chunk}, (rsplit + 1) * {chunk}, R0_BLOCK):"
         else:
             header = "for r0_offset in range(0, r0_numel, R0_BLOCK):"
@@ -126,20 +138,20 @@ class KernelEmitter(RegisterWindowEmitter):
     # -- driver ------------------------------------------------------------------------------------
     def body(self) -> None:
         self.streams = self.streaming()
-        if self.part == "finish":
+        if isinstance(self.strategy, SplitFinish):
             # Launched while the partial kernel's last programs run (programmatic dependent
             # launch, where the GPU has it): its partial results are complete only after this.
             self.effect("_gdc_wait(PDL)", [])
         self.prologue()
         ps = self.launch.placements
-        if self.part == "finish":
+        if isinstance(self.strategy, SplitFinish):
             for p in ps:
                 if p.role == "reduction":
                     self.reduction(p)
                 elif p.role == "epilogue":
                     self.pointwise(p)
             return
-        if self.part == "partial":
+        if isinstance(self.strategy, SplitPartial):
             self.open_loop()
             for p in ps:
                 if p.role == "reduction":
@@ -149,10 +161,10 @@ class KernelEmitter(RegisterWindowEmitter):
             self.close_loop()  # (stores the partial results)
             self.effect("_gdc_launch_dependents(PDL)", [])
             return
-        if self.t.cells:
+        if self.cells:
             self.cells_body()
             return
-        if self.launch.kind == "pointwise" or self.t.persistent or self.t.unroll:
+        if self.launch.kind == "pointwise" or self.persistent or self.unroll:
             if self.walk is not None:
                 self.walk.open()  # the whole body runs once a row
             for p in ps:
@@ -189,14 +201,15 @@ class KernelEmitter(RegisterWindowEmitter):
             for s in (it.body if isinstance(it, LoopBlock) else [it])
             for name in _names_in(s.text)
         }
-        stores = [b for b in self.launch.stores if b in self.stored or self.part == "whole"]
+        split = isinstance(self.strategy, SplitPartial | SplitFinish)
+        stores = [b for b in self.launch.stores if b in self.stored or not split]
         args = [b for b in self.loads if self.ptr(b) in used] + stores
         numels = [(a.numel_arg, a.numel) for a in self.launch.axes]
-        if self.part == "finish":  # its r axis runs over the chunks' partial results
-            numels = [(n, self.t.split if n == "r0_numel" else v) for n, v in numels]
+        if isinstance(fin := self.strategy, SplitFinish):  # its r axis runs over the chunks' partial results
+            numels = [(n, fin.chunks if n == "r0_numel" else v) for n, v in numels]
         blocks = [a.block for a in self.launch.axes]
         params = [self.ptr(b) for b in args] + [n for n, _ in numels] + [f"{b}: tl.constexpr" for b in blocks]
-        if self.part != "whole":  # a split's kernels: grid dependency control (see _gdc_wait)
+        if split:  # a split's kernels: grid dependency control (see _gdc_wait)
             params.append("PDL: tl.constexpr")
         lines: list[str] = []
         lines.extend(self.header())
@@ -216,56 +229,63 @@ class KernelEmitter(RegisterWindowEmitter):
             else:
                 lines.extend(wrap(f"    {it.text}"))
         xnumel = self.launch.axes[0].numel
-        ws = tuple((w, dt, self.t.split * xnumel) for w, dt in self.ws_dtypes.items())
+        chunks = self.strategy.chunks if isinstance(self.strategy, SplitPartial | SplitFinish) else 1
+        ws = tuple((w, dt, chunks * xnumel) for w, dt in self.ws_dtypes.items())
         return EmittedKernel(self.name, "\n".join(lines) + "\n", tuple(args), tuple(numels), self.t, ws)
 
     def header(self) -> list[str]:
         t = self.t
         launch = self.launch
         shape = " x ".join(f"{a.name.rstrip('_')}={a.numel}" for a in launch.axes)
-        style = {
-            ("pointwise", 1): "pointwise",
-            ("pointwise", 2): "pointwise, 2D tile (transposed access)",
-        }.get((launch.kind, len(launch.axes)), "persistent reduction" if t.persistent else "looped reduction")
-        if t.part == "partial":
-            style = f"split reduction, part 1: {t.split} chunks of r, partial results"
-        elif t.part == "finish":
-            style = f"split reduction, part 2: combines {t.split} chunks, then the epilogue"
-        if t.walk:
-            assert self.walk is not None
-            carried, loads = self.walk.counts()
-            bands = sorted({c.block("YBLOCK") for c in t.configs}, reverse=True)
-            rows = "/".join(map(str, bands)) + (" (autotuned)" if t.autotune else "")
-            style = (
-                f"sliding window, {rows} rows a program, {carried} of {loads} row loads "
-                "carried from the row before"
-            )
-            if t.unroll:
-                style = f"reduction unrolled over r0={t.unroll}, {style}"
-        elif t.cells:
-            needed, distinct = self.cells_counts()
-            style = f"register window, {t.cells.rows} x {t.cells.cols} cells, {distinct} loads for {needed}"
-            over = [w for w, o in zip(("bands", "chunks"), t.cells.overlap, strict=True) if o]
-            if over:  # a period's last band, a row's last chunk, overlapping the one before
-                style += ", overlapping " + " and ".join(over)
-            if t.unroll:
-                style = f"reduction unrolled over r0={t.unroll}, {style}"
-        elif t.unroll:
-            tile = ", 2D tile (row index arithmetic per row)" if len(launch.axes) == 2 else ""
-            style = f"reduction unrolled over r0={t.unroll}{tile}"
-        elif t.row_split:
-            style = "pointwise, 2D tile (row index arithmetic per row)"
+        match t.strategy:
+            case Tile1D():
+                style = "pointwise"
+            case Tile2D():
+                style = "pointwise, 2D tile (transposed access)"
+            case RowSplit():
+                style = "pointwise, 2D tile (row index arithmetic per row)"
+            case Unrolled(rnumel=n):
+                tile = ", 2D tile (row index arithmetic per row)" if len(launch.axes) == 2 else ""
+                style = f"reduction unrolled over r0={n}{tile}"
+            case PersistentRow():
+                style = "persistent reduction"
+            case LoopedRow():
+                style = "looped reduction"
+            case SplitPartial(chunks=n):
+                style = f"split reduction, part 1: {n} chunks of r, partial results"
+            case SplitFinish(chunks=n):
+                style = f"split reduction, part 2: combines {n} chunks, then the epilogue"
+            case SlidingWindow(rnumel=n):
+                assert self.walk is not None
+                carried, loads = self.walk.counts()
+                bands = sorted({c.block("YBLOCK") for c in t.configs}, reverse=True)
+                rows = "/".join(map(str, bands)) + (" (autotuned)" if t.autotune else "")
+                style = (
+                    f"sliding window, {rows} rows a program, {carried} of {loads} row loads "
+                    "carried from the row before"
+                )
+                if n:
+                    style = f"reduction unrolled over r0={n}, {style}"
+            case RegisterWindow(cells=c, rnumel=n):
+                needed, distinct = self.cells_counts()
+                style = f"register window, {c.rows} x {c.cols} cells, {distinct} loads for {needed}"
+                over = [w for w, o in zip(("bands", "chunks"), c.overlap, strict=True) if o]
+                if over:  # a period's last band, a row's last chunk, overlapping the one before
+                    style += ", overlapping " + " and ".join(over)
+                if n:
+                    style = f"reduction unrolled over r0={n}, {style}"
         ctas = max(c.num_ctas for c in t.configs)
         cluster = f"; {ctas} programs a tile on GPUs with clusters" if ctas > 1 else ""
         src = f"plan kernel {comment_text(launch.plan_kernel)}"
         if launch.epilogue_of:
             src += f" (epilogue of template {ident(launch.epilogue_of)})"
         out = [truncate_comment(f"# {src}: {style}, {shape}{cluster}")]
-        elsewhere = {"partial": ("epilogue",), "finish": ("inner",)}.get(t.part, ())
+        finish = isinstance(t.strategy, SplitFinish)
+        elsewhere = ("epilogue",) if isinstance(t.strategy, SplitPartial) else ("inner",) if finish else ()
         for p in launch.placements:
             stored = "" if p.node.output in launch.stores else "  [not stored]"
             if p.role in elsewhere:
-                stored = f"  [in part {1 if t.part == 'finish' else 2}]"
+                stored = f"  [in part {1 if finish else 2}]"
             loops = ", ".join(f"{ident(lv.name)}={lv.size}" for lv in (*p.node.loops, *p.node.reduce))
             text = comment_text(f"{to_text(p.node.store)} = {to_text(p.node.value)}")
             head = f"#   {ident(p.node.name)} [{loops}]: "

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2, prod
 from fuseopt.codegen.indexing import Digit
+from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, digits_of
-from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig, Tiling
 from fuseopt.ir.bounds import linear_form
 from fuseopt.ir.expr import Binary, Expr, Reduce, Unary, Var, walk
 from fuseopt.ir.graph import Graph
@@ -301,22 +301,19 @@ def split_reduction(
     return cands[0], chunks, tuple(cands)
 
 
-def finish_tiling(t: Tiling, o: CodegenOptions) -> Tiling:
-    """The kernel that finishes a split reduction: a persistent [XBLOCK, chunks] tile of partial
-    results per x tile, then the kernel's epilogue."""
+def finish_config(xnumel: int, chunks: int, o: CodegenOptions) -> LaunchConfig:
+    """The launch of the kernel that finishes a split reduction: a persistent [XBLOCK, chunks]
+    tile of partial results per x tile, then the kernel's epilogue."""
     tu = o.tuning
-    xnumel = t.launch.axes[0].numel
-    rb = next_power_of_2(t.split)
+    rb = next_power_of_2(chunks)
     # About `finish_programs_per_multiprocessor` programs (x tiles) a multiprocessor or more, one
     # warp per `reduction_points_per_warp` partials.
     programs = _prev_power_of_2(tu.finish_programs_per_multiprocessor * o.gpu.multiprocessors)
     spread = _prev_power_of_2(max(1, xnumel // programs))
     xb = max(1, min(tu.max_xblock, next_power_of_2(xnumel), max(1, tu.finish_elements // rb), spread))
-    cfg = LaunchConfig(
+    return LaunchConfig(
         (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, tu.reduction_points_per_warp, tu.finish_max_warps)
     )
-    masked = tuple(a for a, n, b in (("x", xnumel, xb), ("r0_", t.split, rb)) if n % b)
-    return Tiling(t.launch, True, cfg, (), masked, t.index_dtype, t.grid_y_max, split=t.split, part="finish")
 
 
 def launch_accesses(graph: Graph, launch: ComputeLaunch, p: Placement) -> Iterator[tuple[str, Expr, int]]:

@@ -14,6 +14,7 @@ from fuseopt.codegen.emitter import literal_text
 from fuseopt.codegen.expressions import ExpressionEmitter
 from fuseopt.codegen.rules import reduction_rule
 from fuseopt.codegen.schedule import Placement
+from fuseopt.codegen.strategies import LoopedRow, SplitFinish, SplitPartial
 from fuseopt.codegen.values import Val
 from fuseopt.ir.dtypes import DType, compute_dtype
 from fuseopt.ir.expr import Expr, Reduce, loads
@@ -46,10 +47,10 @@ class ReductionEmitter(ExpressionEmitter):
             self.store(p, res)
 
         finish: Callable[[Val], None] = whole
-        if self.part == "partial":
+        if isinstance(self.strategy, SplitPartial):
             finish = functools.partial(self.store_partial, p, acc)
 
-        if self.t.unroll:
+        if self.unroll:
             finish(self.unrolled(p, rule.combine, acc, back_to_bool=red.op == "any"))
             return
         final = rule.final.template(acc)
@@ -57,7 +58,7 @@ class ReductionEmitter(ExpressionEmitter):
             raise CodegenError(
                 f"reduction {red.op!r} is not defined on {red.x.dtype.value} values", code="op"
             )
-        if self.part == "finish":
+        if isinstance(self.strategy, SplitFinish):
             finish(self.combine_partials(p, acc, final))
             return
         v = self.value(red.x, self.ctxs[p.node.name], ())
@@ -67,7 +68,7 @@ class ReductionEmitter(ExpressionEmitter):
         ident = self.identity(rule.identity, acc)
         full = ("x", "r0_")
         r0 = self.mask_val.get("r0_")
-        if self.t.persistent:
+        if self.persistent:
             vt = v
             if v.axes != full:
                 vt = self.emit(f"tl.broadcast_to({v.text}, [XBLOCK, R0_BLOCK])", [v], acc, axes=full)
@@ -189,7 +190,7 @@ class ReductionEmitter(ExpressionEmitter):
 
         res = self.walk.unrolled(p, combine, acc, combined) if self.walk is not None else None
         if res is None:
-            res = combined(list(range(self.t.unroll)))
+            res = combined(list(range(self.unroll)))
         self.axis_val.pop("r0_", None)
         return res
 
@@ -210,7 +211,7 @@ class ReductionEmitter(ExpressionEmitter):
         one r loop; not an unrolled window, whose loads overlap), through one index expression,
         none of them indirect. Its loads stream data it reads once."""
         ps = self.launch.placements
-        if self.launch.kind != "reduction" or self.t.unroll or self.walk is not None:
+        if self.launch.kind != "reduction" or self.unroll or self.walk is not None:
             return False
         if any(p.role == "inner" and p.node.output in self.launch.stores for p in ps):
             return False
@@ -221,7 +222,7 @@ class ReductionEmitter(ExpressionEmitter):
             indices.setdefault(ld.buffer, set()).add(ld.index)
         if any(len(ix) > 1 for ix in indices.values()):
             return False
-        if self.part == "whole" and not self.t.persistent:
+        if isinstance(self.strategy, LoopedRow):
             return max(self.phases()[0].values(), default=0) == 0
         return True
 

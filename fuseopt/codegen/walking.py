@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from fuseopt.codegen.common import TL_DTYPE, CodegenError
+from fuseopt.codegen.strategies import SlidingWindow
 from fuseopt.codegen.values import LoopBlock, NodeCtx, Val
 from fuseopt.codegen.window import Key, KeyContext, Walk, WindowLoad, load_key, row_groups, value_key
 from fuseopt.ir.dtypes import DType
@@ -155,7 +156,8 @@ class RowWalk:
     def key_context(self, ctx: NodeCtx, point: int | None) -> KeyContext:
         """Keys of a node's values (at one point of an unrolled reduction)."""
         consts = {} if point is None else {"r0_index": point}
-        walk = Walk("yindex", self.em.t.walk_period)
+        assert isinstance(self.em.strategy, SlidingWindow)
+        walk = Walk("yindex", self.em.strategy.period)
         return KeyContext(ctx.digits, ctx.ranges, self.em.extents, self.em.flats, walk, consts)
 
     def load_keys(self, ld: Load, ctx: NodeCtx) -> tuple[Key | None, Key | None]:
@@ -200,14 +202,7 @@ class RowWalk:
         subexpression at the band's first row; each row then computes it for the next row with
         every load replaced by the load it is carried from (`close`)."""
         em = self.em
-        if (
-            self.plain
-            or conds
-            or em.cond_exprs
-            or em.t.unroll
-            or em.loop is None
-            or not isinstance(e, Binary)
-        ):
+        if self.plain or conds or em.cond_exprs or em.unroll or em.loop is None or not isinstance(e, Binary):
             return None
         hit = self.prefixes.get((ctx.p.node.name, e))
         if hit is not None:
@@ -311,7 +306,7 @@ class RowWalk:
         opaque = frozenset(em.produced) | frozenset(em.launch.stores)
         now: list[Key | None] = []
         before: list[Key | None] = []
-        for r in range(em.t.unroll):
+        for r in range(em.unroll):
             kc = self.key_context(ctx, r)
             now.append(value_key(red.x, kc, 0, opaque))
             before.append(value_key(red.x, kc, -1, opaque))

@@ -18,11 +18,12 @@ from fuseopt.codegen.common import TORCH_DTYPE
 from fuseopt.codegen.emitter import EmittedKernel, kernel_name
 from fuseopt.codegen.helpers import HELPERS, helper_closure, helpers_used
 from fuseopt.codegen.kernel import KernelEmitter
-from fuseopt.codegen.launch_configs import finish_tiling
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import library_rule
 from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
 from fuseopt.codegen.source_text import check_module, comment_text, graph_name, ident, literal, python_name
+from fuseopt.codegen.strategies import SplitFinish, SplitPartial
+from fuseopt.codegen.tile_shapes import finish_tiling
 from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig
 from fuseopt.ir.graph import BufferInfo, Graph, LibraryNode
 from fuseopt.plan import Plan
@@ -130,7 +131,7 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         if isinstance(launch, ComputeLaunch) and launch.stores:
             first, carry = choose(graph, launch, options)
             tilings = [first]
-            if first.part == "partial":
+            if isinstance(first.strategy, SplitPartial):
                 tilings.append(finish_tiling(first, options))
             group = []
             for tiling in tilings:
@@ -165,12 +166,13 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         if not group:
             body.append(f"# {kernel}: {nodes}: nothing to run (no output is read or returned)")
             continue
-        split = group[0].tiling.split
-        note = f" (split reduction: {split} chunks of r, then their combination)" if split > 1 else ""
+        first_part = group[0].tiling.strategy
+        split = first_part.chunks if isinstance(first_part, SplitPartial) else 0
+        note = f" (split reduction: {split} chunks of r, then their combination)" if split else ""
         body.append(f"# {kernel}: {nodes}{note}")
         for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
             body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
-        if split > 1 and not pdl_known:  # decided once, before the first split's launches
+        if split and not pdl_known:  # decided once, before the first split's launches
             body.append("pdl = _pdl(device)")
             pdl_known = True
         body.extend(line for k in group for line in _launch(k, names))
@@ -198,7 +200,7 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
         parts.append(_CLUSTERS)
         if options.autotune:
             parts.append(_CLUSTER_PRUNE)
-    if any(k.tiling.part != "whole" for k in kernels):
+    if any(isinstance(k.tiling.strategy, SplitPartial | SplitFinish) for k in kernels):
         parts.append(_PDL)
     parts.extend(HELPERS[h].source for h in helpers)
     parts.extend(k.source for k in kernels)
@@ -254,7 +256,13 @@ def _launch(k: EmittedKernel, names: dict[str, str]) -> list[str]:
     kernel = python_name(k.name)
     t = k.tiling
     # A split's kernels take PDL; the finishing one is launched dependent on the partial one.
-    pdl = {"whole": [], "partial": ["PDL=pdl"], "finish": ["PDL=pdl", "launch_pdl=pdl"]}[t.part]
+    pdl = (
+        ["PDL=pdl"]
+        if isinstance(t.strategy, SplitPartial)
+        else ["PDL=pdl", "launch_pdl=pdl"]
+        if isinstance(t.strategy, SplitFinish)
+        else []
+    )
     if t.autotune:
         per_dim = (
             "{" + ", ".join(f'"{b}": {n}' for b, n in dim.items()) + "}" for dim in t.grid_dims(t.config)

@@ -1,0 +1,101 @@
+"""What the generator generates for (`CodegenOptions`: a target, switches, overrides of its tuned
+constants) and one launch of a kernel (`LaunchConfig`: blocks, warps, cluster size). Below the
+strategies (`codegen.strategies`) and the tiling that holds one (`codegen.tiling`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from fuseopt.targets import DEFAULT
+from fuseopt.targets.base import Target, Tuning
+
+# Overrides of the target's tuned constants that CodegenOptions takes (tests shrink the blocks so
+# that tiny shapes still take every path; `fuseopt.targets.base.Tuning` says what each means).
+_TUNING_OVERRIDES = (
+    "persistent_rnumel",
+    "max_xblock",
+    "max_yblock",
+    "max_r0_block",
+    "unroll_rnumel",
+    "split_min_r_blocks",
+    "window_min_row",
+    "window_band",
+    "window_cells",
+    "window_cols",
+    "window_rows",
+    "window_slice",
+)
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    """What the generator generates for: a target GPU (`fuseopt.targets`: its hardware facts and
+    tuned constants), switches, and overrides of the target's values (None: the target's). The
+    rules read `gpu`, the target with the overrides applied, and its `tuning`."""
+
+    target: Target = DEFAULT
+    autotune: bool = False
+    tile_2d: bool = True  # allow 2D tiles for transposes
+    # Register windows (see codegen.cells): (rows, columns) of cells to take alone, where set.
+    window_shape: tuple[int, int] | None = None
+    # Thread-block clusters for the transposed persistent reductions that do more than one
+    # reduction or a special function at every point (see clustered_config); None: where the target
+    # has them.
+    clusters: bool | None = None
+    # The GPU's multiprocessors, when not the target's (`fuseopt optimize --multiprocessors`):
+    # split reductions, looped reductions and a split's finishing kernel size their grids by them.
+    multiprocessors: int | None = None
+    # Split reductions: a looped reduction with fewer x tiles than `split_programs` programs is
+    # cut along r into chunks reduced by a partial kernel and finished by a second kernel. None:
+    # the target's split_programs_per_multiprocessor x multiprocessors; 0: never.
+    split_programs: int | None = None
+    persistent_rnumel: int | None = None
+    max_xblock: int | None = None
+    max_yblock: int | None = None
+    max_r0_block: int | None = None
+    unroll_rnumel: int | None = None
+    split_min_r_blocks: int | None = None
+    window_min_row: int | None = None
+    window_band: int | None = None
+    window_cells: int | None = None
+    window_cols: int | None = None
+    window_rows: int | None = None
+    window_slice: int | None = None
+    gpu: Target = field(init=False, repr=False, compare=False)  # the target, overrides applied
+
+    def __post_init__(self) -> None:
+        gpu = self.target
+        given = {name: getattr(self, name) for name in _TUNING_OVERRIDES if getattr(self, name) is not None}
+        if given:
+            gpu = replace(gpu, tuning=replace(gpu.tuning, **given))
+        if self.multiprocessors is not None:
+            gpu = replace(gpu, multiprocessors=self.multiprocessors)
+        object.__setattr__(self, "gpu", gpu)
+
+    @property
+    def tuning(self) -> Tuning:
+        """The target's tuned constants, overrides applied."""
+        return self.gpu.tuning
+
+    @property
+    def split_target(self) -> int:
+        if self.split_programs is not None:
+            return self.split_programs
+        return self.tuning.split_programs_per_multiprocessor * self.gpu.multiprocessors
+
+    @property
+    def use_clusters(self) -> bool:
+        return self.gpu.clusters if self.clusters is None else self.clusters
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    blocks: tuple[tuple[str, int], ...]  # (constexpr name, value), in signature order
+    num_warps: int
+    # Programs of a thread-block cluster sharing one program's tile (Triton's num_ctas; NVIDIA
+    # compute capability 9.0 and later): a tile of XBLOCK rows is split over them by rows.
+    num_ctas: int = 1
+
+    def block(self, name: str) -> int:
+        return dict(self.blocks)[name]
