@@ -454,17 +454,28 @@ _INTERVALS_MAX = 1 << 16
 
 
 def _typed_interval(e: Expr, ranges: Mapping[str, int], key: tuple[tuple[str, int], ...]) -> Interval | None:
+    return _memo(_INTERVALS, interval, e, ranges, key)
+
+
+_NOT_YET = object()
+
+
+def _memo(
+    table: dict[Any, Any],
+    fn: Callable[[Expr, Mapping[str, int]], Any],
+    e: Expr,
+    ranges: Mapping[str, int],
+    key: tuple[tuple[str, int], ...],
+) -> Any:
+    """fn(e, ranges), memoised in `table` by (typed tree, ranges key); untyped trees are not keys."""
     if e.dtype is None:
-        return interval(e, ranges)
+        return fn(e, ranges)
     k = (e, key)
-    try:
-        return _INTERVALS[k]
-    except KeyError:
-        pass
-    r = interval(e, ranges)
-    if len(_INTERVALS) >= _INTERVALS_MAX:
-        _INTERVALS.clear()
-    _INTERVALS[k] = r
+    r = table.get(k, _NOT_YET)
+    if r is _NOT_YET:
+        if len(table) >= _INTERVALS_MAX:
+            table.clear()
+        r = table[k] = fn(e, ranges)
     return r
 
 
@@ -476,15 +487,4 @@ _CONSTRAINTS: dict[tuple[Expr, tuple[tuple[str, int], ...]], list[tuple[Linear, 
 def _typed_constraints(
     cond: Expr, ranges: Mapping[str, int], key: tuple[tuple[str, int], ...]
 ) -> list[tuple[Linear, Interval]] | None:
-    if cond.dtype is None:
-        return constraints(cond, ranges)
-    k = (cond, key)
-    try:
-        return _CONSTRAINTS[k]
-    except KeyError:
-        pass
-    r = constraints(cond, ranges)
-    if len(_CONSTRAINTS) >= _INTERVALS_MAX:
-        _CONSTRAINTS.clear()
-    _CONSTRAINTS[k] = r
-    return r
+    return _memo(_CONSTRAINTS, constraints, cond, ranges, key)

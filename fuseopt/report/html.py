@@ -353,7 +353,7 @@ _JS = """
     });
     var pre=document.createElement('pre');pre.id='layout-verdict';pre.textContent=JSON.stringify(out);document.body.appendChild(pre);
   }
-  var pick=/^#kernel=([A-Za-z0-9_]+)$/.exec(location.hash);  // safe: RegExp.exec matches text, evaluates nothing; a link to one kernel
+  var pick=location.hash.match(/^#kernel=([A-Za-z0-9_]+)$/);  // a link to one kernel: the name is matched, never evaluated
   if(pick){var g=document.querySelector('svg.dag .kernel[data-kernel="'+pick[1]+'"]');if(g){g.dispatchEvent(new Event('click'));}}
   if(location.hash==='#verify'){verify();}
   document.body.setAttribute('data-ready','1');
