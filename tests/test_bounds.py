@@ -168,11 +168,13 @@ def big_index_text() -> st.SearchStrategy[str]:
 
 def intermediates(e: Expr, env: Mapping[str, int]) -> list[int]:
     """Every value computing `e` produces at one point: each sub-expression's (the tree), and each
-    term and running sum of its linear form in the written order and reversed (the sums
-    generated code and the interpreter's index sums compute), recursively inside its atoms."""
+    coefficient, term and running sum of its linear form in the written order and reversed (the
+    literals and sums generated code and the interpreter's index sums compute), recursively
+    inside its atoms."""
     out = [evaluate(n, env) for n in walk(e)]
     for n in walk(e):
         f = linear_form(n)
+        out += [k for _, k in f.coeffs]
         terms = [k * evaluate(a, env) for a, k in f.coeffs] + [f.const]
         for order in (terms, terms[::-1]):
             acc = 0
@@ -200,6 +202,10 @@ def test_index_magnitude_bounds_every_intermediate(text: str) -> None:
         ("(i * 2147483648 + j) % 2147483648", 3 * 2**31 + 2),
         ("2 * (k + 3) - 6", 14),
         ("min(4*i, 100) * -3", 100),  # literals are values of the index dtype too
+        # a constant factor is what linear_form folds, not just a literal: generated code
+        # computes 6 * ((k + 2147483000) // 2) - 6442449000
+        ("(3 + 3) * ((k + 2147483000) // 2 - 1073741500)", 6 * 1073741502),
+        ("65536 * (65536 * (k // 8))", 2**32),  # the coefficient generated code multiplies by
     ],
 )
 def test_index_magnitude_examples(text: str, want: int) -> None:

@@ -236,10 +236,10 @@ def index_magnitude(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None
     too (it is computed in the same kernel).
     """
     try:
-        neg, pos, inner = _magnitudes(e, ranges, loads)
+        neg, pos, inner, coeff = _magnitudes(e, ranges, loads)
     except _Unbounded:
         return None
-    return max(-neg, pos, inner)
+    return max(-neg, pos, inner, coeff)
 
 
 def indirect_bounds(
@@ -276,41 +276,55 @@ def _known(r: Interval | None) -> Interval:
     return r
 
 
-def _magnitudes(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None) -> tuple[int, int, int]:
-    """(neg, pos, m): `e` read as a sum of terms, every partial sum of them lies in [neg, pos]
-    (neg <= 0 <= pos); m bounds |v| of every intermediate inside its non-linear atoms."""
+def _magnitudes(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None) -> tuple[int, int, int, int]:
+    """(neg, pos, m, k): `e` read as a sum of terms, every partial sum of them lies in [neg, pos]
+    (neg <= 0 <= pos); m bounds |v| of every intermediate inside its non-linear atoms; k bounds
+    |coefficient| of every atom of its linear form (the literal generated code multiplies by).
+    A factor is a constant exactly when `linear_form` finds no atom in it (`(3 + 3) * x` is
+    `6 * x`, distributed over x's terms as generated code computes it)."""
     if isinstance(e, Const) and type(e.value) is int:
-        return min(0, e.value), max(0, e.value), 0
+        return min(0, e.value), max(0, e.value), 0, 0
     if isinstance(e, Var):
-        return 0, _known(_atom_interval(e, ranges))[1], 0
+        return 0, _known(_atom_interval(e, ranges))[1], 0, 1
     if isinstance(e, Unary) and e.op == "neg":
-        neg, pos, m = _magnitudes(e.x, ranges, loads)
-        return -pos, -neg, m
+        neg, pos, m, k = _magnitudes(e.x, ranges, loads)
+        return -pos, -neg, m, k
     if isinstance(e, IndexValue):
         return _magnitudes(e.index, ranges, loads)
     if isinstance(e, Binary):
         if e.op in ("add", "sub"):
-            na, pa, ma = _magnitudes(e.a, ranges, loads)
-            nb, pb, mb = _magnitudes(e.b, ranges, loads)
+            na, pa, ma, ka = _magnitudes(e.a, ranges, loads)
+            nb, pb, mb, kb = _magnitudes(e.b, ranges, loads)
             if e.op == "sub":
                 nb, pb = -pb, -nb
-            return na + nb, pa + pb, max(ma, mb)
-        k, x = (e.a, e.b) if isinstance(e.a, Const) else (e.b, e.a)
-        if e.op == "mul" and isinstance(k, Const) and type(k.value) is int:
-            nx, px, mx = _magnitudes(x, ranges, loads)
-            c = k.value
-            lo, hi = (c * nx, c * px) if c >= 0 else (c * px, c * nx)
-            return lo, hi, max(mx, -nx, px, abs(c))  # the literal is a value of the index dtype too
+            return na + nb, pa + pb, max(ma, mb), ka + kb
+        if e.op == "mul":
+            c, factor, x = _constant_factor(e)
+            if x is not None:
+                nx, px, mx, kx = _magnitudes(x, ranges, loads)
+                nk, pk, mk, _ = _magnitudes(factor, ranges, loads)  # the tree computes the factor
+                lo, hi = (c * nx, c * px) if c >= 0 else (c * px, c * nx)
+                return lo, hi, max(mx, -nx, px, abs(c), mk, -nk, pk), abs(c) * kx  # literals too
         if e.op in ("floordiv", "mod", "mul", "minimum", "maximum"):
-            na, pa, ma = _magnitudes(e.a, ranges, loads)
-            nb, pb, mb = _magnitudes(e.b, ranges, loads)
+            na, pa, ma, ka = _magnitudes(e.a, ranges, loads)
+            nb, pb, mb, kb = _magnitudes(e.b, ranges, loads)
             lo, hi = _known(_atom_interval(e, ranges, loads))
-            return min(0, lo), max(0, hi), max(ma, -na, pa, mb, -nb, pb)
+            return min(0, lo), max(0, hi), max(ma, -na, pa, ka, mb, -nb, pb, kb), 1
     if isinstance(e, Load):
-        ni, pi, mi = _magnitudes(e.index, ranges, loads)
+        ni, pi, mi, ki = _magnitudes(e.index, ranges, loads)
         lo, hi = _known(_atom_interval(e, ranges, loads))
-        return min(0, lo), max(0, hi), max(mi, -ni, pi)
+        return min(0, lo), max(0, hi), max(mi, -ni, pi, ki), 1
     raise _Unbounded
+
+
+def _constant_factor(e: Binary) -> tuple[int, Expr, Expr | None]:
+    """(c, k, x) when the factor k of the product `e` is a constant c by `linear_form` and x is the
+    other, else (0, e, None)."""
+    for k, x in ((e.a, e.b), (e.b, e.a)):
+        atoms, c = _form(k)
+        if not atoms:
+            return c, k, x
+    return 0, e, None
 
 
 # -- conditions ------------------------------------------------------------------------------
