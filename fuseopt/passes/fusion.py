@@ -115,13 +115,14 @@ class _Recorder:
     def __init__(self, label: Callable[[Group], str]) -> None:
         self.label = label
         self.decisions: list[Decision] = []
-        self.rejected: dict[tuple[str, str], Rejection] = {}
+        # the node pairs refused (their reasons are asked again of the final kernels)
+        self.rejected: set[tuple[str, str]] = set()
         self.capped = False  # did --max-fusion-size reject a pair (a later reason may replace it)
 
     def reject(self, a: Group, b: Group, v: Verdict) -> None:
-        self.capped = self.capped or v.reason == "too_large"
-        pair = v.nodes or (self.label(a), self.label(b))
-        self.rejected[pair] = Rejection(pair, v.reason, v.detail)
+        if v.reason == "too_large":
+            self.capped = True
+        self.rejected.add(v.nodes or (self.label(a), self.label(b)))
 
 
 def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> FusionResult:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +114,8 @@ class FusionState:
         # install's dependencies of a (frozen) node, by identity (the entry keeps it alive): a
         # proposal tried and rolled back swaps the same node objects in and out again
         self._deps_memo: dict[int, tuple[Node, NodeDeps]] = {id(n): (n, deps[n.name]) for n in graph.nodes}
+        # install's stamps: (gid, version before, ids of the nodes) -> (the nodes, the stamp)
+        self._install_stamps: dict[tuple[int, int, tuple[int, ...]], tuple[tuple[Node, ...], int]] = {}
 
     # -- queries ---------------------------------------------------------------------------
     def node(self, name: str) -> Node:
@@ -206,6 +209,12 @@ class FusionState:
             return True
         return self.reach.reaches_around(a.gid, b.gid)
 
+    def closes_cycle(self, a: Group, b: Group) -> bool:
+        """would_create_cycle for a pair in `before` order (b does not reach a)."""
+        if not self.reach.reaches(a.gid, b.gid):
+            return False
+        return b.gid not in a.succ or self.reach.reaches_around(a.gid, b.gid)
+
     def path_via(self, a: Group, b: Group) -> list[str]:
         """Kernels on a path between a and b (named by their label, for the reason's detail)."""
         if self.is_ancestor(b, a):
@@ -282,6 +291,25 @@ class FusionState:
         del self.groups[b.gid]
         return a
 
+    @contextmanager
+    def trial(self, nodes: Sequence[ComputeNode]) -> Iterator[None]:
+        """`install(nodes)` for the duration of the block, then the group exactly as it was (its
+        nodes, dependencies and stamp: verdicts cached for it stay current)."""
+        g = self.group(nodes[0].name)
+        saved = (self.version[g.gid], g.reads, g.writes)
+        before = [(n.name, self.overrides.get(n.name), self.deps[n.name]) for n in nodes]
+        self.install(nodes)
+        try:
+            yield
+        finally:
+            for name, override, deps in before:
+                if override is None:
+                    self.overrides.pop(name, None)
+                else:
+                    self.overrides[name] = override
+                self.deps[name] = deps
+            self.version[g.gid], g.reads, g.writes = saved
+
     def install(self, nodes: Sequence[ComputeNode], version: int | None = None) -> None:
         """Swap in loop-transformed versions of nodes (all of one group) and recompute its deps.
 
@@ -298,7 +326,16 @@ class FusionState:
             if hit is None or hit[0] is not node:
                 hit = self._deps_memo[id(node)] = (node, node_deps(node))
             self.deps[node.name] = hit[1]
-        self.version[g.gid] = next(self._stamps) if version is None else version
+        if version is None:
+            # The same nodes installed on the same state of a group give the same group again: a
+            # proposal tried while scoring and installed when taken keeps the stamp (and the
+            # verdict cached under it) of its first try.
+            key = (g.gid, self.version[g.gid], tuple(id(n) for n in nodes))
+            stamp = self._install_stamps.get(key)
+            if stamp is None or any(a is not b for a, b in zip(stamp[0], nodes, strict=True)):
+                stamp = self._install_stamps[key] = (tuple(nodes), next(self._stamps))
+            version = stamp[1]
+        self.version[g.gid] = version
         writes = {d: None for m in g.members for d in self.deps[m].writes}
         g.writes = writes
         g.reads = {d: None for m in g.members for d in self.deps[m].reads if d not in writes}

@@ -136,7 +136,7 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
     if entry is not None and entry[0] == versions:
         cached = entry[1]
         if cached.ok and state.would_create_cycle(g1, g2):
-            return _cycle_verdict(state, g1, g2, cached.memory)
+            return _cycle_verdict(state, g1, g2, cached.memory) if state.detailed else _SEARCH_CYCLE
         return cached
     if not state.before(g1, g2):
         g1, g2 = g2, g1
@@ -146,6 +146,10 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
         # never asked for again, or recomputed alike after a rolled-back transformation)
         state.verdicts[(lo.gid, hi.gid)] = (versions, v)
     return v
+
+
+# The search's cycle verdict: its detail is never shown (the plan asks the final kernels again).
+_SEARCH_CYCLE = Verdict.no("would_create_cycle", "a path through another kernel")
 
 
 def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int, *, ordered: bool = False) -> Verdict:
@@ -167,6 +171,13 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
     sizes = _numel_rule(g1, g2)
     if sizes is not None:
         return sizes
+    # While the search runs, a pair that closes a cycle is refused as one before the costly
+    # rules: whichever rule fails first, the pair is refused, no loop transformation can cure a
+    # cycle, and the reason a plan reports is asked again of the final kernels. Only the size cap
+    # comes first (a pair refused for it makes the planner pack the cap).
+    search = not state.detailed and len(g1.members) + len(g2.members) <= opts.max_fusion_size
+    if search and state.closes_cycle(g1, g2):
+        return _SEARCH_CYCLE
 
     memory = shared_memory_bytes(state, g1, g2)
     if memory == 0 or memory < opts.memory_threshold and not state.is_ancestor(g1, g2):

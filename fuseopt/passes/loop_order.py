@@ -133,10 +133,8 @@ class LoopOrder:
             after = self._apply(state, cand, members)
             if after is None:
                 continue
-            saved = state.version[mine.gid]
-            state.install(after)
-            v = check_fusion(state, g1, g2, opts)
-            state.install(members, version=saved)
+            with state.trial(after):
+                v = check_fusion(state, g1, g2, opts)
             if v.ok:
                 recs = tuple(
                     sorted(
