@@ -238,6 +238,45 @@ def test_reachability_matches_a_search_of_the_group_graph(
 
 
 @pytest.mark.parametrize("seed", range(6))
+def test_search_verdicts_accept_exactly_what_full_verdicts_accept(seed: int) -> None:
+    """While the planner searches (`state.detailed` False) a pair that closes a cycle is refused
+    before the costly rules; that verdict must accept exactly the pairs the full rules accept and
+    refuse as `too_large` exactly the pairs they refuse so (the cap's replanning hangs on it),
+    checked on every pair of a random sequence of fusions with a small cap."""
+    import random
+
+    from fuseopt.analysis.deps import graph_deps
+    from fuseopt.passes.fusion_state import FusionState
+    from fuseopt.passes.legality import check_fusion
+    from tests.fixtures.graphgen import FAMILIES
+
+    g = load_text(json.dumps(FAMILIES[("graphgen", "mixed")[seed % 2]](90, seed)), "g.json")
+    opts = Options(max_fusion_size=6)
+    search = FusionState(g, graph_deps(g), {n.name: i for i, n in enumerate(g.nodes)}, by_name=True)
+    search.detailed = False
+    rng = random.Random(seed)
+    for _ in range(60):
+        gids = sorted(search.groups)
+        pairs = [(a, b) for i, a in enumerate(gids) for b in gids[i + 1 :]]
+        ok = []
+        for a, b in rng.sample(pairs, min(len(pairs), 150)):
+            ga, gb = search.groups[a], search.groups[b]
+            fast = check_fusion(search, ga, gb, opts)
+            search.detailed, search.verdicts = True, {}
+            full = check_fusion(search, ga, gb, opts)
+            search.detailed = False
+            assert fast.ok == full.ok, (fast, full)
+            assert (fast.reason == "too_large") == (full.reason == "too_large"), (fast, full)
+            if fast.ok:
+                ok.append((ga, gb))
+        if not ok:
+            break
+        ga, gb = rng.choice(ok)
+        search.fuse(ga, gb)
+    assert len(search.groups) < len(g.nodes)
+
+
+@pytest.mark.parametrize("seed", range(6))
 def test_reach_keeps_a_topological_order_through_fusions(seed: int) -> None:
     """After every fusion the kept order is topological for the group graph, and reachability
     (a search inside the window between two groups) agrees with a plain search."""

@@ -15,6 +15,10 @@ Triton backend and `can_fuse_vertical`), first failing wins:
   would_create_cycle  a path producer -> other kernel -> consumer exists
   too_far           horizontal, inductor mode: more than max_distance apart in the node list
   size_mismatch / reduction_mismatch   the iteration spaces cannot share one kernel
+
+While the planner searches (`state.detailed` off) a pair within the size cap that closes a cycle
+is refused for it before the costlier rules: the same pairs are refused and accepted, and the
+reasons a plan reports are asked of its final kernels in full.
 """
 
 from __future__ import annotations
