@@ -19,7 +19,7 @@ import torch
 
 from fuseopt.errors import CheckFailed, Diagnostic
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Cast, Const, IndexValue, Load, Reduce, walk
+from fuseopt.ir.expr import Cast, Const, Expr, IndexValue, Load, Reduce, walk
 from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode
 from fuseopt.plan import Plan
 from fuseopt.runtime.module import run_module
@@ -233,6 +233,10 @@ def value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float |
 
     - assert_close's defaults for the coarsest float precision its value went through (a float32
       sum kept in float64 buffers carries float32 rounding, whoever computed it);
+    - for a 16-bit float, times the roundings to it on the longest path to the value: the defaults
+      (float16 1e-3, about one ulp) cover one, and a value rounded again after a 1-ulp difference
+      (a cast of `x * sigmoid(x)` to float16 flipped by the device's exp, then multiplied in
+      float16) differs by more;
     - times sqrt(rnumel) downstream of a floating sum/prod over rnumel terms (summation order is
       the generator's choice, and a cancelling sum magnifies the difference relative to itself);
     - looser ones where the value depends on a torch library call (mm/bmm/addmm), whose BLAS
@@ -247,6 +251,9 @@ def value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float |
     else:
         rtol, atol = _tolerances(_TORCH[dtype])
     terms = acc[1] if acc else 1
+    roundings = acc[2] if acc else 1
+    if dtype in _HALF and roundings > 1:
+        rtol, atol = rtol * roundings, atol * roundings
     if terms > 2:
         # Two summation orders differ by ~sqrt(n) ulps of the terms' magnitude; relative to a sum
         # that cancels (randn terms: |sum| ~ sqrt(n) |x|) that is far more than log2(n) ulps of
@@ -266,18 +273,24 @@ def _coarser(a: DType, b: DType | None) -> DType:
     return a if b is None or _RANK[a] <= _RANK[b] else b
 
 
-def _accuracy(graph: Graph) -> dict[str, tuple[DType | None, int]]:
+_HALF = (DType.float16, DType.bfloat16)
+
+
+def _accuracy(graph: Graph) -> dict[str, tuple[DType | None, int, int]]:
     """Buffer -> (the coarsest float dtype any arithmetic upstream of it ran in, the most terms of
-    a floating sum/prod upstream of it)."""
-    out: dict[str, tuple[DType | None, int]] = {}
+    a floating sum/prod upstream of it, the most roundings to a 16-bit float on a path to it)."""
+    out: dict[str, tuple[DType | None, int, int]] = {}
     for node in graph.nodes:
         worst: DType | None = None
         terms = 1
+        before = 0
         for r in node.read_buffers():
             if r in out:
-                d, t = out[r]
+                d, t, k = out[r]
                 worst = d if worst is None else _coarser(worst, d)
                 terms = max(terms, t)
+                before = max(before, k)
+        roundings = before
         if isinstance(node, ComputeNode):
             for e in walk(node.value):
                 if isinstance(e, Load | Const | IndexValue | Cast) or e.dtype is None or not e.dtype.is_float:
@@ -285,8 +298,23 @@ def _accuracy(graph: Graph) -> dict[str, tuple[DType | None, int]]:
                 worst = e.dtype if worst is None else _coarser(worst, e.dtype)
                 if isinstance(e, Reduce) and e.op in ("sum", "prod"):
                     terms = max(terms, node.rnumel)
+            store = node.value.dtype not in _HALF and graph.buffer(node.output).dtype in _HALF
+            roundings += _half_roundings(node.value, {}) + store
         for o in node.outputs:
-            out[o] = (worst, terms)
+            out[o] = (worst, terms, roundings)
+    return out
+
+
+def _half_roundings(e: Expr, memo: dict[int, int]) -> int:
+    """The most results rounded to a 16-bit float on one path from a leaf of `e` to its root
+    (arithmetic in it and casts to it; loads, literals and index values round nothing here).
+    Memoised by identity: a captured value shares its sub-expressions."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit
+    below = max((_half_roundings(c, memo) for c in e.children()), default=0)
+    out = below if isinstance(e, Load | Const | IndexValue) else below + (e.dtype in _HALF)
+    memo[id(e)] = out
     return out
 
 
