@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from fuseopt.bench.harness import bench_graph, io_bytes
+from fuseopt.bench.timing import Timing
 from fuseopt.cli.main import _register, cli
 from fuseopt.io.load import load_text
 from tests.fixtures.workloads import SMALL, WORKLOADS
@@ -112,6 +114,19 @@ def test_a_wrong_kernel_is_reported_not_timed() -> None:
     )
 
 
+class _FakeBench:
+    """harness._Bench on the CPU: `run(fn)` gives the GPU time; no host time."""
+
+    def __init__(self, run: Callable[[Callable[[], object]], float]) -> None:
+        self.run = run
+
+    def timing(self, fn: Callable[[], object]) -> Timing:
+        return Timing(self.run(fn), 0.0)
+
+    def __call__(self, fn: Callable[[], object]) -> float:
+        return self.run(fn)
+
+
 @interpreter_only
 def test_timed_runs_do_not_poison_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The correctness check poisons fresh outputs (NaN fill); the timed calls must not, or the
@@ -125,16 +140,16 @@ def test_timed_runs_do_not_poison_outputs(monkeypatch: pytest.MonkeyPatch) -> No
         fills.append(1)
         return real_full(*args, **kwargs)  # type: ignore[arg-type]
 
-    def fake_do_bench(warmup: int, rep: int) -> object:
-        def run(fn: object) -> float:
-            monkeypatch.setattr(torch, "full", counting_full)
-            try:
-                fn()  # type: ignore[operator]
-            finally:
-                monkeypatch.setattr(torch, "full", real_full)
-            return 1.0
+    def run(fn: Callable[[], object]) -> float:
+        monkeypatch.setattr(torch, "full", counting_full)
+        try:
+            fn()
+        finally:
+            monkeypatch.setattr(torch, "full", real_full)
+        return 1.0
 
-        return run
+    def fake_do_bench(warmup: int, rep: int) -> object:
+        return _FakeBench(run)
 
     monkeypatch.setattr(harness, "_do_bench", fake_do_bench)
     doc, program = WORKLOADS["apbt"](**SMALL["apbt"])
@@ -232,7 +247,7 @@ def test_same_size_copy_moves_the_graphs_bytes(monkeypatch: pytest.MonkeyPatch) 
         return real_copy(device, do_bench, nbytes)  # type: ignore[arg-type]
 
     def fake_do_bench(warmup: int, rep: int) -> object:
-        return lambda fn: (fn(), 2.0)[1]  # every call "takes" 2 ms
+        return _FakeBench(lambda fn: (fn(), 2.0)[1])  # every call "takes" 2 ms
 
     monkeypatch.setattr(harness, "_do_bench", fake_do_bench)
     monkeypatch.setattr(harness, "copy_bandwidth_gbps", recording_copy)

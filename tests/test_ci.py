@@ -549,6 +549,7 @@ def _ray_available() -> bool:
     return True
 
 
+@pytest.mark.slow  # starts a local Ray instance (about 12 s)
 @pytest.mark.skipif(not _ray_available(), reason="ray is not installed (pip install 'fuseopt[ray]')")
 def test_ray_executor_matches_the_process_pool(corpus: Path) -> None:
     res = invoke("graphs", "--jobs", "1", "--json", "local.json")

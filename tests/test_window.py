@@ -189,14 +189,14 @@ def test_random_stencils_match_the_reference(doc: dict[str, Any]) -> None:
         src = check(plan_graph, plan, WINDOW)
         m = CARRIED.search(src)
         # Walking image rows (h), a load (dh, dw) reads what (dh + 1, dw) read one row earlier;
-        # the emitter takes that window when at least a third of the loads are carried. (It may
+        # the emitter takes that window when at least 1/window_carry_ratio of the loads are carried. (It may
         # instead walk w, or nothing, when walking h carries too few.)
         by_h = sum((dh + 1, dw) in offsets for dh, dw in offsets)
         if m is not None and int(m.group(1)) > 1 and "ywalk" in src:
             counts = (int(m.group(2)), int(m.group(3)))
             assert counts[0] >= 1
             assert counts in (_expected_counts(offsets, (1, 0)), _expected_counts(offsets, (0, 1)))
-        elif 3 * by_h >= len(offsets) and by_h:
+        elif WINDOW.tuning.window_carry_ratio * by_h >= len(offsets) and by_h:
             raise AssertionError(f"walking h would carry {by_h} of {len(offsets)} loads; no window:\n{src}")
 
 

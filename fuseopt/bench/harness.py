@@ -2,7 +2,10 @@
 
 Contract: every variant is checked against the reference interpreter (outputs poisoned with NaN
 first, so an element nobody writes fails) before it is timed; a variant that does not match is
-reported as failed and not timed. Times are `triton.testing.do_bench` medians. GB/s counts each
+reported as failed and not timed. Times are medians of GPU time (`fuseopt.bench.timing.gpu_ms`:
+as `triton.testing.do_bench`, L2 cleared before each call, but with the host's launch overhead
+kept out, so that a small graph is not timed by its Python; `host_ms` is that overhead, apart).
+GB/s counts each
 input storage read once and each output written once; `pct_copy` relates it to the device's
 copy bandwidth measured in the same run (a 1 GiB copy), and `pct_copy_same_size` to a copy that
 moves the graph's own byte count (half read, half written), timed in the same run: the ceiling at
@@ -20,6 +23,7 @@ from typing import Any
 import torch
 
 from fuseopt.bench.kernels import slowest_kernels
+from fuseopt.bench.timing import Timing, gpu_ms
 from fuseopt.errors import CheckFailed
 from fuseopt.interp.limits import DEFAULT_LIMITS, Limits
 from fuseopt.ir.graph import Graph
@@ -40,6 +44,7 @@ class VariantResult:
     pct_copy_same_size: float | None = None
     kernels: int | None = None
     peak_mib: float | None = None
+    host_ms: float | None = None  # host time of one call's launches (not in `ms`)
     error: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -190,7 +195,8 @@ def bench_graph(
                         fn()
                         torch.cuda.synchronize(dev)
                         res.peak_mib = round((torch.cuda.max_memory_allocated(dev) - base) / 2**20, 1)
-                    res.ms = do_bench(fn)
+                    timing = do_bench.timing(fn)
+                    res.ms, res.host_ms = timing.ms, round(timing.host_ms, 4)
                     res.gbps = nbytes / (res.ms * 1e-3) / 1e9
                     if copy_gbps:
                         res.pct_copy = 100.0 * res.gbps / copy_gbps
@@ -312,14 +318,21 @@ def _use_interpreter() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
 
 
-def _do_bench(warmup: int, rep: int) -> Callable[[Callable[[], object]], float]:
-    import triton.testing
+class _Bench:
+    """GPU time of a call (`timing.gpu_ms`), with warm-up and repetitions in ms as do_bench's."""
 
-    def run(fn: Callable[[], object]) -> float:
-        ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-        return float(ms)
+    def __init__(self, warmup: int, rep: int) -> None:
+        self.warmup, self.rep = warmup, rep
 
-    return run
+    def timing(self, fn: Callable[[], object]) -> Timing:
+        return gpu_ms(fn, torch.device("cuda", torch.cuda.current_device()), self.warmup, self.rep)
+
+    def __call__(self, fn: Callable[[], object]) -> float:
+        return self.timing(fn).ms
+
+
+def _do_bench(warmup: int, rep: int) -> _Bench:
+    return _Bench(warmup, rep)
 
 
 def geomean(values: list[float]) -> float | None:

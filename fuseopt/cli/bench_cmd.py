@@ -23,8 +23,14 @@ from fuseopt.targets import names
     is_flag=True,
     help="No GPU: run the same checks on the CPU (TRITON_INTERPRET=1), no timing.",
 )
-@click.option("--warmup", type=int, default=25, show_default=True, help="do_bench warm-up, ms.")
-@click.option("--rep", type=int, default=100, show_default=True, help="do_bench repetitions, ms.")
+@click.option(
+    "--warmup",
+    type=int,
+    default=25,
+    show_default=True,
+    help="Warm-up calls before timing, ms. Times are GPU time, the host's launches kept out (docs/bench.md).",
+)
+@click.option("--rep", type=int, default=100, show_default=True, help="Timed calls, ms; the median is reported.")
 @click.option(
     "--json", "json_file", type=click.Path(dir_okay=False), help="Also write the results as JSON here."
 )

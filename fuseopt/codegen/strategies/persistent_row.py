@@ -1,5 +1,6 @@
 """A persistent reduction: one [XBLOCK, R0_BLOCK] tile holds whole rows (up to
-`persistent_rnumel` points), leaning towards x when the reduced data is contiguous along x; a
+`persistent_rnumel` points, `persistent_outer_rnumel` when the reduced data is contiguous along
+x), leaning towards x when the reduced data is contiguous along x; a
 transposed one may run as a cluster of programs (`clustered_config`, `cluster_pays`)."""
 
 from __future__ import annotations
@@ -28,8 +29,21 @@ class PersistentRow:
     """Whole rows of r in registers, XBLOCK rows a program."""
 
 
+def holds(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> bool:
+    """Whether a reduction's rows are few enough points to hold whole: a row read once, where a
+    looped tile reads it once a pass over r. A tile contiguous along x holds fewer (its x rows
+    are wide already: `persistent_outer_rnumel`)."""
+    if launch.kind == "pointwise":
+        return False
+    t, rnumel = options.tuning, launch.axes[1].numel
+    if rnumel > t.persistent_rnumel:
+        return False
+    along, _ = contiguous_bytes(graph, launch)
+    return not x_contiguous(along, t.outer_x_ratio) or rnumel <= t.persistent_outer_rnumel
+
+
 def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Planned[PersistentRow] | None:
-    if launch.kind == "pointwise" or launch.axes[1].numel > options.tuning.persistent_rnumel:
+    if not holds(graph, launch, options):
         return None
     along, x_item = contiguous_bytes(graph, launch)
     outer = x_contiguous(along, options.tuning.outer_x_ratio)

@@ -57,6 +57,6 @@ def digit_split(launch: ComputeLaunch, numel: int, rnumel: int, min_points: int)
     s = 0
     for div in sorted(divs):
         s = math.gcd(s, div)
-    if s < min_points or s >= numel or numel % s or any(s % m for m in mods):
+    if s & -s < min_points or s >= numel or numel % s or any(s % m for m in mods):
         return None
     return s
