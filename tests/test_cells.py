@@ -98,6 +98,7 @@ def test_random_stencils_in_register_windows_match_the_reference(case: tuple[dic
         assert "for " not in src.split("def call", 1)[0].split("@triton.jit")[-1]  # fully unrolled
 
 
+@pytest.mark.slow  # the golden kernel avgpool_cells64 checks a register window's structure in the quick run
 def test_a_3x3_window_takes_a_register_window_and_shares_its_loads() -> None:
     offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
     g = load_text(json.dumps(stencil_doc(2, 5, 10, 3, "nhwc", offsets, "bfloat16", "sum")), "s.json")

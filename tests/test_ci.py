@@ -504,6 +504,7 @@ def _reports(tag: str, *extra: str) -> dict[str, str]:
     return {ext: Path(f"{tag}.{ext}").read_text() for ext in ("json", "xml", "sarif", "html")}
 
 
+@pytest.mark.slow  # a pool of worker processes, each importing torch
 def test_process_pool_gives_the_same_reports_as_inline(bad_corpus: Path) -> None:
     inline = _reports("inline", "--jobs", "1")
     pool = _reports("pool", "--jobs", "2")

@@ -119,7 +119,7 @@ def test_each_value_is_emitted_once_per_place(shape: dict[str, Any], monkeypatch
     emit_module(stage.graph, stage.plan)
 
 
-@pytest.mark.parametrize("n", [24, 64])
+@pytest.mark.parametrize("n", [24, pytest.param(64, marks=pytest.mark.slow)])
 def test_masked_reads_and_reduction_loops_stay_linear(n: int) -> None:
     """Producers read under a mask, and inside a looped (split) reduction with epilogues that
     read its result: each value is computed once per place (loop, masked context) it is used."""
@@ -136,6 +136,7 @@ def test_masked_reads_and_reduction_loops_stay_linear(n: int) -> None:
     assert "rsplit" in split and _kernel_lines(split) <= 12 * n + 80
 
 
+@pytest.mark.slow  # a 2,000-node graph; the 24-node sizes above run in the quick set
 def test_two_thousand_nodes_plan_and_generate_in_linear_size() -> None:
     g = dag(2000, 3)
     stage = optimize(g)  # kernels of at most 64 nodes

@@ -327,6 +327,7 @@ def _fan(n: int) -> Graph:
     )
 
 
+@pytest.mark.slow  # graphs of growing size, each planned
 @pytest.mark.parametrize("scoring", ["stable", "inductor"])
 def test_planning_work_is_linear_in_chains_and_fans(scoring: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Counted, not timed: legality checks stay within (pair window) per node and phase, and the

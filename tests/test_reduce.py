@@ -108,6 +108,7 @@ def test_ddmin_finds_a_one_minimal_subset() -> None:
 # -- predicates and the 200-node case -----------------------------------------------------------
 
 
+@pytest.mark.slow  # the CLI test below reduces the same graph in the quick set
 def test_a_200_node_divergence_shrinks_to_the_seed(big: Graph) -> None:
     pred = diverges(INDUCTOR2)
     assert pred(big)

@@ -22,6 +22,7 @@ def test_suite_has_the_issues_breadth() -> None:
         assert set(work.full) == set(work.small)
 
 
+@pytest.mark.slow  # every suite workload through every variant under the interpreter
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1")
 def test_small_suite_checks_every_variant_in_process() -> None:
     """benchmarks/suite.py --small on four workloads: captured, every variant checked (no timing)."""

@@ -158,14 +158,25 @@ def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
 
 
 def configs_reduction(
-    launch: ComputeLaunch, o: CodegenOptions, *, persistent: bool, outer: bool, sfu: bool = False
+    launch: ComputeLaunch,
+    o: CodegenOptions,
+    *,
+    persistent: bool,
+    outer: bool,
+    sfu: bool = False,
+    x_item: int = 0,
 ) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    """The default launch and autotune candidates of a persistent or looped reduction tile.
+    `outer`: the tile's data is mostly contiguous along x, the smallest such element `x_item`
+    bytes (`contiguous_bytes`)."""
     g, t = o.gpu, o.tuning
     xcap = next_power_of_2(launch.axes[0].numel)
     rcap = next_power_of_2(launch.axes[1].numel)
 
     def cfg(xb: int, rb: int) -> LaunchConfig:
-        xb, rb = max(1, min(xcap, xb, t.max_xblock)), max(1, min(rcap, rb, t.max_r0_block))
+        # a persistent tile holds whole rows: its R0_BLOCK is the row, whatever max_r0_block says
+        rb = rcap if persistent else max(1, min(rcap, rb, t.max_r0_block))
+        xb = max(1, min(xcap, xb, t.max_xblock))
         return LaunchConfig(
             (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, t.reduction_points_per_warp, t.max_warps)
         )
@@ -201,6 +212,10 @@ def configs_reduction(
     xb = max(
         1, min(t.looped_max_xblock, t.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // programs)))
     )
+    if outer and x_item:
+        # Each row of the tile reads XBLOCK contiguous elements of an access contiguous along x:
+        # fewer than `looped_outer_x_bytes` leave part of every memory sector it fetches unused.
+        xb = max(xb, min(xcap, t.looped_max_xblock, t.max_xblock, next_power_of_2(-(-t.looped_outer_x_bytes // x_item))))
     rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
     default = cfg(xb, rb)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]

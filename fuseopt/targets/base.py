@@ -92,6 +92,7 @@ class Tuning:
         "a looped reduction's x tiles aim at this many programs a multiprocessor"
     )
     looped_max_xblock: int = _doc("largest XBLOCK of a looped reduction")
+    looped_outer_x_bytes: int = _doc("fewest bytes along x a row of a looped tile contiguous along x reads")
     looped_elements: int = _doc("points of tile-wide accesses of a looped (or split) tile")
     looped_min_r0_block: int = _doc("smallest R0_BLOCK of a looped (or split) tile")
     reduction_points_per_warp: int = _doc("looped, split and finishing tiles: one warp per this many")

@@ -185,13 +185,13 @@ TUNING, PROVENANCE = tuned(
         RULES,
     ),
     persistent_elements=(
-        4096,
-        "row-contiguous tiles of 4096 points: l2n_f32_odd 24.5 -> 20.9 us, zoo_gpt2_ln 11.2 -> 10.8; ln_f32 +2%",
+        2048,
+        "row tiles of 2048 points: ln_f16_odd 14.3 -> 11.6 us (8192: 14.1), 7 of 9 others 1-3% faster; zoo_convnext_ln +9%",
         RULES,
     ),
     persistent_per_thread=(
         16,
-        "16 points a thread: 8 warps for a 4096-point row-contiguous tile (measured with persistent_elements)",
+        "16 points a thread, 4 warps for a 2048-point tile: 8 a thread lost on 5 of 9 (rules file, second round)",
         RULES,
     ),
     persistent_outer_elements=(
@@ -245,6 +245,11 @@ TUNING, PROVENANCE = tuned(
         64,
         "at most 64 rows a looped tile; not swept",
         HISTORY,
+    ),
+    looped_outer_x_bytes=(
+        32,
+        "a 32-byte memory sector a row: colsum_bf16_odd 44.7 us in 8 columns of bf16, 31.5 in 16 (autotuned)",
+        RULES,
     ),
     looped_elements=(
         8192,

@@ -1,12 +1,13 @@
 """A looped reduction: XBLOCK rows a program, r walked R0_BLOCK points at a time (the fallback
-of every reduction)."""
+of every reduction); a tile whose data is contiguous along x reads at least
+`looped_outer_x_bytes` of it a row."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
 
-from fuseopt.codegen.launch_configs import configs_reduction
+from fuseopt.codegen.launch_configs import configs_reduction, contiguous_bytes, x_contiguous
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned
@@ -22,7 +23,10 @@ class LoopedRow:
 def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Planned[LoopedRow] | None:
     if launch.kind == "pointwise":
         return None
-    return Planned(launch, LoopedRow(), *configs_reduction(launch, options, persistent=False, outer=False))
+    along, x_item = contiguous_bytes(graph, launch)
+    outer = x_contiguous(along, options.tuning.outer_x_ratio)
+    configs = configs_reduction(launch, options, persistent=False, outer=outer, x_item=x_item)
+    return Planned(launch, LoopedRow(), *configs)
 
 
 def cost(planned: Planned[LoopedRow], options: CodegenOptions) -> Fraction:
