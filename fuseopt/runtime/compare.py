@@ -232,7 +232,9 @@ def value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float |
     """Tolerances for one output, from how its value was computed (inputs are exact):
 
     - assert_close's defaults for the coarsest float precision its value went through (a float32
-      sum kept in float64 buffers carries float32 rounding, whoever computed it);
+      sum kept in float64 buffers carries float32 rounding, whoever computed it; a float32 value
+      computed from a float16 buffer carries float16 rounding, which a 1-ulp difference upstream
+      shows);
     - for a 16-bit float, times the roundings to it on the longest path to the value: the defaults
       (float16 1e-3, about one ulp) cover one, and a value rounded again after a 1-ulp difference
       (a cast of `x * sigmoid(x)` to float16 flipped by the device's exp, then multiplied in
@@ -277,8 +279,9 @@ _HALF = (DType.float16, DType.bfloat16)
 
 
 def _accuracy(graph: Graph) -> dict[str, tuple[DType | None, int, int]]:
-    """Buffer -> (the coarsest float dtype any arithmetic upstream of it ran in, the most terms of
-    a floating sum/prod upstream of it, the most roundings to a 16-bit float on a path to it)."""
+    """Buffer -> (the coarsest float dtype any arithmetic upstream of it ran in, or any buffer
+    upstream kept it in; the most terms of a floating sum/prod upstream of it; the most roundings
+    to a 16-bit float on a path to it)."""
     out: dict[str, tuple[DType | None, int, int]] = {}
     for node in graph.nodes:
         worst: DType | None = None
@@ -298,7 +301,10 @@ def _accuracy(graph: Graph) -> dict[str, tuple[DType | None, int, int]]:
                 worst = e.dtype if worst is None else _coarser(worst, e.dtype)
                 if isinstance(e, Reduce) and e.op in ("sum", "prod"):
                     terms = max(terms, node.rnumel)
-            store = node.value.dtype not in _HALF and graph.buffer(node.output).dtype in _HALF
+            stored = graph.buffer(node.output).dtype
+            if stored.is_float:  # a value kept in a buffer carries the buffer's rounding downstream
+                worst = stored if worst is None else _coarser(worst, stored)
+            store = node.value.dtype not in _HALF and stored in _HALF
             roundings += _half_roundings(node.value, {}) + store
         for o in node.outputs:
             out[o] = (worst, terms, roundings)
