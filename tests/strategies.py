@@ -73,7 +73,7 @@ SPLIT = CodegenOptions(
 )
 
 
-# Sliding windows on rows of any length (tests/test_window.py), tiles of 8 so that rows need masks.
+# Sliding windows on rows of any length (tests/test_windows_sliding.py), tiles of 8 so that rows need masks.
 WINDOW = CodegenOptions(window_min_row=2, max_xblock=8)
 
 

@@ -117,13 +117,13 @@ def test_split_finish_with_programmatic_dependent_launch(pdl: bool | None) -> No
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 @pytest.mark.parametrize("shape", [(2, 35, 35, 192), (3, 12, 10, 128), (1, 6, 7, 64)])
 def test_register_windows_on_gpu(shape: tuple[int, int, int, int], dtype: str) -> None:
-    """3x3 stencils over channels-last images take register windows (`codegen.cells`), compiled
+    """3x3 stencils over channels-last images take register windows (`codegen.windows.register`), compiled
     and checked against the interpreter, edges and image boundaries included."""
     import json
 
     from fuseopt.codegen import emit_module
     from fuseopt.io.load import load_text
-    from tests.test_window import stencil_doc
+    from tests.test_windows_sliding import stencil_doc
 
     offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
     g = load_text(json.dumps(stencil_doc(*shape, "nhwc", offsets, dtype, "sum")), "stencil.json")
@@ -140,7 +140,7 @@ def test_overlapping_register_windows_on_gpu(window: tuple[int, int]) -> None:
     from fuseopt.codegen import emit_module
     from fuseopt.codegen.tiling import CodegenOptions
     from fuseopt.io.load import load_text
-    from tests.test_window import stencil_doc
+    from tests.test_windows_sliding import stencil_doc
 
     offsets = [(dh, dw) for dh in (-1, 0, 1) for dw in (-1, 0, 1)]
     g = load_text(json.dumps(stencil_doc(2, 35, 35, 192, "nhwc", offsets, "bfloat16", "sum")), "s.json")

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from fuseopt.codegen.cells import cell_tilings
 from fuseopt.codegen.kernel import KernelEmitter
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies import RegisterWindow, register_window, sliding_window
 from fuseopt.codegen.tile_shapes import choose_tiling, window_tilings
 from fuseopt.codegen.tiling import CodegenOptions, Tiling
-from fuseopt.codegen.window import Key, carry_plan
+from fuseopt.codegen.windows.register import cell_tilings
+from fuseopt.codegen.windows.sliding import Key, carry_plan
 from fuseopt.ir.graph import Graph
 
 
 def choose(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tuple[Tiling, dict[Key, Key]]:
     """The first sliding window where at least 1/`window_carry_ratio` of the values a row needs
     (loads, points of an unrolled reduction) come from the row before (and at least one), unless
-    a register window (`codegen.cells`) whose cells share at least 1/`cells_share_ratio` of their
+    a register window (`codegen.windows.register`) whose cells share at least 1/`cells_share_ratio` of their
     loads loads fewer values a point of the output than it (or than the kernel's own loads when
     no sliding window qualifies): then the register window that loads the fewest, points computed
     twice by overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile."""

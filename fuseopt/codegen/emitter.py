@@ -31,7 +31,7 @@ from fuseopt.codegen.strategies import (
 )
 from fuseopt.codegen.tiling import Tiling
 from fuseopt.codegen.values import Literal, LoopBlock, NodeCtx, Stmt, Val
-from fuseopt.codegen.window import index_ops
+from fuseopt.codegen.windows.sliding import index_ops
 from fuseopt.ir.bounds import index_magnitude
 from fuseopt.ir.dtypes import DType, compute_dtype
 from fuseopt.ir.expr import (
@@ -50,7 +50,7 @@ from fuseopt.ir.expr import (
 from fuseopt.ir.graph import Graph
 
 if TYPE_CHECKING:
-    from fuseopt.codegen.walking import RowWalk
+    from fuseopt.codegen.windows.sliding_emit import RowWalk
 
 from fuseopt.ir.typecheck import BINARY_RESULT, UNARY_RESULT
 
@@ -194,7 +194,7 @@ class EmitterCore:
             sizes["r0_"] = self.unroll  # digits of the reduce loops; bound to constants per point
         self.ctxs = {p.node.name: NodeCtx(p, digits_of(p, sizes)) for p in self.launch.placements}
         self.cond_exprs: list[Expr] = []  # conditions of the enclosing masked values
-        # a sliding window's row loop (`codegen.walking`), with the loads it carries: set by
+        # a sliding window's row loop (`codegen.windows.sliding_emit`), with the loads it carries: set by
         # KernelEmitter
         self.walk: RowWalk | None = None
         self.flats: dict[str, Flat] = {}

@@ -31,7 +31,7 @@ from fuseopt.codegen.rules import (
 from fuseopt.codegen.schedule import Placement
 from fuseopt.codegen.strategies import Tile2D
 from fuseopt.codegen.values import NodeCtx, Val
-from fuseopt.codegen.window import index_ops
+from fuseopt.codegen.windows.sliding import index_ops
 from fuseopt.ir.bounds import interval, linear_form
 from fuseopt.ir.dtypes import DType, compute_dtype, promote
 from fuseopt.ir.expr import (
@@ -96,7 +96,7 @@ class ExpressionEmitter(EmitterCore):
     def cell_digit(self, d: Digit, base: Val) -> Val | None:
         """A digit of a register window cell's axis value (`root + k`): the digit at the program's
         base (from its ids: `cells_prologue`) plus a constant where that is exact (see
-        `codegen.cells`); None where it is not (`digit_val` then computes it from `root + k`)."""
+        `codegen.windows.register`); None where it is not (`digit_val` then computes it from `root + k`)."""
         root, k = base.rooted()
         c = self.cells
         assert c is not None and self.cells_ypid is not None and self.cells_col is not None

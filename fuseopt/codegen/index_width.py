@@ -10,7 +10,7 @@ from fuseopt.codegen.common import INT32_MAX, INT_RANGE, cdiv, next_power_of_2, 
 from fuseopt.codegen.indexing import decompose
 from fuseopt.codegen.options import LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base
-from fuseopt.codegen.window import index_ops
+from fuseopt.codegen.windows.sliding import index_ops
 from fuseopt.ir.bounds import index_magnitude, indirect_bounds
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Expr, IndexValue, Load, to_text, walk

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from fuseopt.codegen.cells_emit import RegisterWindowEmitter
 from fuseopt.codegen.emitter import EmittedKernel
 from fuseopt.codegen.layout import LINE_LENGTH, truncate_comment, wrap
 from fuseopt.codegen.source_text import comment_text, ident, python_name
@@ -35,8 +34,9 @@ from fuseopt.codegen.strategies import (
 )
 from fuseopt.codegen.tiling import LaunchConfig, Tiling
 from fuseopt.codegen.values import LoopBlock, Stmt, Val
-from fuseopt.codegen.walking import RowWalk
-from fuseopt.codegen.window import Key
+from fuseopt.codegen.windows.register_emit import RegisterWindowEmitter
+from fuseopt.codegen.windows.sliding import Key
+from fuseopt.codegen.windows.sliding_emit import RowWalk
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import to_text
 from fuseopt.ir.graph import Graph

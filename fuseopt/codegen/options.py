@@ -37,7 +37,7 @@ class CodegenOptions:
     target: Target = DEFAULT
     autotune: bool = False
     tile_2d: bool = True  # allow 2D tiles for transposes
-    # Register windows (see codegen.cells): (rows, columns) of cells to take alone, where set.
+    # Register windows (see codegen.windows.register): (rows, columns) of cells to take alone, where set.
     window_shape: tuple[int, int] | None = None
     # Thread-block clusters for the transposed persistent reductions that do more than one
     # reduction or a special function at every point (see clustered_config); None: where the target

@@ -61,7 +61,7 @@ def finish_tiling(t: Tiling, o: CodegenOptions) -> Tiling:
 def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> list[Tiling]:
     """Sliding-window tilings to try for a pointwise launch or a small reduction to unroll, best
     first (`codegen.wrapper` keeps the first whose dry run carries enough of a row's loads from
-    the row before: `codegen.window`).
+    the row before: `codegen.windows.sliding`).
 
     Rows: the flat index splits at a divisor s that its `//` digits use, so a row is one value of
     the digits above s (an image row of a channels-last tensor, s = W * C). The tile is XBLOCK

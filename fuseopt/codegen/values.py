@@ -24,7 +24,7 @@ class Val:
     level: int = 0  # 0: kernel scope, 1: inside the current reduction loop
     names: tuple[str, ...] = ()  # temporaries the text refers to
     const: Literal | None = None
-    # A register window's cell (`codegen.cells`): the value is `root + offset`, `text` spelling
+    # A register window's cell (`codegen.windows.register`): the value is `root + offset`, `text` spelling
     # that out; index arithmetic folds the offset into its constant, so that two cells naming
     # one element write one expression (and the emitter's CSE by text makes them one load).
     root: str | None = None

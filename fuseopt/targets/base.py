@@ -51,7 +51,7 @@ class Tuning:
     unrolled_points: int = _doc("points of a 2D unrolled tile: rows fill it")
     unrolled_points_per_warp: int = _doc("a 2D unrolled tile: one warp per this many points")
     unrolled_warps: int = _doc("most warps of an unrolled tile")
-    # -- sliding windows (codegen/window.py, walking.py)
+    # -- sliding windows (codegen/windows/sliding.py, sliding_emit.py)
     window_min_row: int = _doc("fewest points of a row for a sliding window (0: never)")
     window_band: int = _doc("most rows a sliding window's program walks (0: never)")
     window_xblock: int = _doc("a sliding window's XBLOCK (points of a row)")
@@ -60,7 +60,7 @@ class Tuning:
     window_carry_ratio: int = _doc(
         "a sliding window is kept when carried values x this >= the values a row needs"
     )
-    # -- register windows (codegen/cells.py)
+    # -- register windows (codegen/windows/register.py)
     window_cells: int = _doc("most cells (rows x columns) of a register window's program (0: never)")
     window_cols: int = _doc("most columns of a register window's cells")
     window_rows: int = _doc("most rows of a register window's cells")

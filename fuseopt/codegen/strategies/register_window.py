@@ -1,6 +1,6 @@
 """A register window: a program unrolls `cells.rows` rows x `cells.cols` columns of cells (XBLOCK
-points of a column each) so that cells share their stencil's loads (`codegen.cells`,
-`codegen.cells_emit`); `rnumel` points of an unrolled reduction each (0: a pointwise launch)."""
+points of a column each) so that cells share their stencil's loads (`codegen.windows.register`,
+`codegen.windows.register_emit`); `rnumel` points of an unrolled reduction each (0: a pointwise launch)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fuseopt.codegen.common import cdiv
 
 @dataclass(frozen=True)
 class Cells:
-    """A register window's shape (codegen.cells): a program covers `rows` consecutive rows x
+    """A register window's shape (codegen.windows.register): a program covers `rows` consecutive rows x
     `cols` consecutive columns of `col` points each (XBLOCK of them, a slice of a column). Bands
     of rows stay within a multiple of `period` rows and chunks of columns within a row of `ncols`
     columns: where `rows` or `cols` does not divide them, the last band or chunk ends at the

@@ -1,6 +1,6 @@
 """A sliding window: a program walks `rows` consecutive rows of a pointwise launch (or of a small
 reduction unrolled, `rnumel` points) in order, carrying the loads a row shares with the row before
-(`codegen.window`, `codegen.walking`). Candidates: `tile_shapes.window_tilings`."""
+(`codegen.windows.sliding`, `codegen.windows.sliding_emit`). Candidates: `tile_shapes.window_tilings`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Register windows (fuseopt/codegen/cells.py): random stencils and window reductions over
+"""Register windows (fuseopt/codegen/windows/register.py): random stencils and window reductions over
 channels-last images run through the Triton interpreter against the reference, the loads their
 cells share counted independently, the captured avg_pool2d bit for bit against the sliding
 window, and the shapes that must not take one."""
@@ -16,16 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuseopt.codegen import emit_module
-from fuseopt.codegen.cells import column_stride
 from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.tiling import CodegenOptions
+from fuseopt.codegen.windows.register import column_stride
 from fuseopt.interp import make_inputs
 from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.module import load_module
 from tests.strategies import check, unfused_plan
 from tests.sweeps import examples
-from tests.test_window import draw_offsets, stencil_doc, window_reduce_doc, window_reductions
+from tests.test_windows_sliding import draw_offsets, stencil_doc, window_reduce_doc, window_reductions
 
 # Tiny images take the register window: rows of 2+ points, slices of one point of a column.
 CELLS = CodegenOptions(window_min_row=2, max_xblock=8, window_slice=1)

@@ -1,4 +1,4 @@
-"""Sliding-window kernels (fuseopt/codegen/window.py): random stencils run through the Triton
+"""Sliding-window kernels (fuseopt/codegen/windows/sliding.py): random stencils run through the Triton
 interpreter against the reference, the loads carried from row to row counted independently, and
 the keys that must never match."""
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fuseopt.codegen import emit_module
 from fuseopt.codegen.indexing import Digit
-from fuseopt.codegen.window import KeyContext, Walk, WindowLoad, carry_plan, cond_key, index_key
+from fuseopt.codegen.windows.sliding import KeyContext, Walk, WindowLoad, carry_plan, cond_key, index_key
 from fuseopt.io.load import load_text
 from fuseopt.ir.expr import Binary, Const, Load, Var
 from fuseopt.passes.pipeline import optimize

@@ -1,6 +1,6 @@
 """Register windows: a stencil's program as a small grid of cells unrolled at generation time.
 
-A sliding window (`codegen.window`) walks rows, but a point's neighbours along the row (one
+A sliding window (`codegen.windows.sliding`) walks rows, but a point's neighbours along the row (one
 column, `c` elements, away: a channels-last image) sit in other threads, so each row is loaded
 once per horizontal offset. A register window instead splits a row's points into columns of `c`
 points and gives each program T consecutive rows x S consecutive columns of one XBLOCK-point

@@ -1,4 +1,4 @@
-"""A register window's program and cells (`codegen.cells` chooses the shape): the program's base
+"""A register window's program and cells (`codegen.windows.register` chooses the shape): the program's base
 from its ids, then every cell, row by row, the kernel's nodes at the cell's row and column.
 """
 

@@ -1,5 +1,5 @@
 """The row loop of a sliding-window kernel (`Tiling.walk`): the emitter's part that walks a band of
-rows and carries values from one row to the next (which values: `codegen.window`).
+rows and carries values from one row to the next (which values: `codegen.windows.sliding`).
 
 A program covers XBLOCK points of a row and walks YBLOCK consecutive rows from the band's first
 row (`yoffset`). A load whose element another load read one row earlier is a loop-carried
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from fuseopt.codegen.common import TL_DTYPE, CodegenError
 from fuseopt.codegen.strategies import SlidingWindow
 from fuseopt.codegen.values import LoopBlock, NodeCtx, Val
-from fuseopt.codegen.window import Key, KeyContext, Walk, WindowLoad, load_key, row_groups, value_key
+from fuseopt.codegen.windows.sliding import Key, KeyContext, Walk, WindowLoad, load_key, row_groups, value_key
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Binary, Cast, Const, Expr, Load, Masked, Reduce, Unary
 
