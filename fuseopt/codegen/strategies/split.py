@@ -10,8 +10,8 @@ from fractions import Fraction
 from fuseopt.codegen.launch_configs import split_reduction
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
-from fuseopt.codegen.strategies import persistent_row
 from fuseopt.codegen.strategies.base import Planned
+from fuseopt.codegen.strategies.persistent_row import holds
 from fuseopt.codegen.strategies.waves import waves
 from fuseopt.ir.graph import Graph
 
@@ -31,7 +31,7 @@ class SplitFinish:
 
 
 def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Planned[SplitPartial] | None:
-    if launch.kind == "pointwise" or persistent_row.holds(graph, launch, options):
+    if launch.kind == "pointwise" or holds(graph, launch, options):
         return None
     split = split_reduction(launch, options)
     if split is None:
