@@ -148,7 +148,7 @@ def test_timed_runs_do_not_poison_outputs(monkeypatch: pytest.MonkeyPatch) -> No
             monkeypatch.setattr(torch, "full", real_full)
         return 1.0
 
-    def fake_do_bench(warmup: int, rep: int) -> object:
+    def fake_do_bench(warmup: int, rep: int, device: object = None) -> object:
         return _FakeBench(run)
 
     monkeypatch.setattr(harness, "_do_bench", fake_do_bench)
@@ -246,7 +246,7 @@ def test_same_size_copy_moves_the_graphs_bytes(monkeypatch: pytest.MonkeyPatch) 
         copies.append(nbytes)
         return real_copy(device, do_bench, nbytes)  # type: ignore[arg-type]
 
-    def fake_do_bench(warmup: int, rep: int) -> object:
+    def fake_do_bench(warmup: int, rep: int, device: object = None) -> object:
         return _FakeBench(lambda fn: (fn(), 2.0)[1])  # every call "takes" 2 ms
 
     monkeypatch.setattr(harness, "_do_bench", fake_do_bench)

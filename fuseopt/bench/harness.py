@@ -158,7 +158,7 @@ def bench_graph(
         _use_interpreter()
     dev = torch.device("cpu" if interpret else device)
     with full_precision_library_calls(dev):
-        do_bench = None if interpret else _do_bench(warmup, rep)
+        do_bench = None if interpret else _do_bench(warmup, rep, dev)
         if target is None:  # the GPU it is timed on (its multiprocessors size reductions' grids)
             hip = torch.version.hip is not None
             target = (
@@ -319,20 +319,23 @@ def _use_interpreter() -> None:
 
 
 class _Bench:
-    """GPU time of a call (`timing.gpu_ms`), with warm-up and repetitions in ms as do_bench's."""
+    """GPU time of a call on `device` (`timing.gpu_ms`; None: the current GPU), with warm-up and
+    repetitions in ms as do_bench's."""
 
-    def __init__(self, warmup: int, rep: int) -> None:
+    def __init__(self, warmup: int, rep: int, device: torch.device | None = None) -> None:
         self.warmup, self.rep = warmup, rep
+        self.device = device
 
     def timing(self, fn: Callable[[], object]) -> Timing:
-        return gpu_ms(fn, torch.device("cuda", torch.cuda.current_device()), self.warmup, self.rep)
+        device = self.device or torch.device("cuda", torch.cuda.current_device())
+        return gpu_ms(fn, device, self.warmup, self.rep)
 
     def __call__(self, fn: Callable[[], object]) -> float:
         return self.timing(fn).ms
 
 
-def _do_bench(warmup: int, rep: int) -> _Bench:
-    return _Bench(warmup, rep)
+def _do_bench(warmup: int, rep: int, device: torch.device | None = None) -> _Bench:
+    return _Bench(warmup, rep, device)
 
 
 def geomean(values: list[float]) -> float | None:
