@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -140,3 +142,99 @@ def test_a_plan_at_the_kernel_count_bound_is_not_planned_again(
     plan = optimize(g, Options(max_fusion_size=size)).plan
     assert len(plan.kernels) == -(-n // size) == fusion._fewest_kernels(g, Options(max_fusion_size=size))
     assert len(calls) == 1
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(owner, name)
+
+    def counted(*a: object, **k: object) -> object:
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def _chains(count: int, length: int) -> Graph:
+    """`count` independent chains of `length` pointwise nodes (they share no buffer)."""
+    bufs, nodes = [], []
+    for c in range(count):
+        bufs.append(f"  x{c}: {{shape: [4], dtype: float32, role: input}}")
+        for k in range(length):
+            out = ", role: output" if k == length - 1 else ""
+            bufs.append(f"  t{c}_{k}: {{shape: [4], dtype: float32{out}}}")
+            src = f"t{c}_{k - 1}" if k else f"x{c}"
+            nodes.append(f"  - {{name: n{c}_{k:02d}, loops: [[i, 4]], store: 't{c}_{k}[i]', value: '{src}[i] * 2'}}")
+    text = "format: fuseopt-graph/1\nname: chains\nbuffers:\n" + "\n".join(bufs) + "\nnodes:\n" + "\n".join(nodes) + "\n"
+    return load_text(text, "chains.yaml")
+
+
+def test_the_kernel_count_bound_counts_each_linked_group_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three unlinked chains of 10 at a cap of 4: no kernel spans two chains, so no plan has fewer
+    than 3 x ceil(10 / 4) = 9 kernels (not ceil(30 / 4) = 8); the first plan meets it and is kept
+    without replanning."""
+    from fuseopt.passes import fusion
+
+    g = _chains(3, 10)
+    opts = Options(max_fusion_size=4)
+    assert fusion._components(g) == [10, 10, 10]
+    assert fusion._fewest_kernels(g, opts) == 9
+    calls = _count_calls(monkeypatch, fusion, "stable_fuse")
+    plan = optimize(g, opts, verify_each=True).plan
+    assert len(plan.kernels) == 9 and len(calls) == 1
+    assert sorted(len(k.nodes) for k in plan.kernels) == [2, 2, 2, 4, 4, 4, 4, 4, 4]
+
+
+def test_no_replanning_where_the_cap_cannot_bind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every linked group within the cap (four unlinked chains of 16 at a cap of 16): the cap
+    cannot refuse a pair, so only the natural plan is made."""
+    from fuseopt.passes import fusion
+
+    g = _chains(4, 16)
+    calls = _count_calls(monkeypatch, fusion, "stable_fuse")
+    plan = optimize(g, Options(max_fusion_size=16)).plan
+    assert len(plan.kernels) == 4 and len(calls) == 1
+
+
+def test_the_plan_kept_at_the_cap_has_the_fewest_kernels_then_bytes() -> None:
+    """`_cost` orders plans by (kernels, bytes); on generated graphs where the cap binds, the plan
+    planned is never worse by it than the natural plan or the packed plan alone."""
+    from fuseopt.passes import fusion
+    from fuseopt.passes.loop_order import LoopOrder
+    from fuseopt.passes.pipeline import initial_stage, normalize_pass
+
+    for make, n, seed, size in [(make_graph, 120, 0, 16), (make_transposed, 90, 2, 16), (make_mixed, 80, 1, 8)]:
+        g = load_text(json.dumps(make(n, seed, 8, 16)), "g.json")
+        opts = Options(max_fusion_size=size)
+        stage = optimize(g, opts)
+        table = stage.table()
+        got = (len(stage.plan.kernels), sum(table.kernel_bytes(k.nodes) for k in stage.plan.kernels))
+        normal = normalize_pass(initial_stage(g), opts).graph
+        levels = fusion.dag_levels(normal)
+        for seeds in ((), fusion._fill_seeds(normal, levels)):
+            numbers = {nd.name: i for i, nd in enumerate(normal.nodes)}
+            state = fusion.FusionState(normal, fusion.graph_deps(normal), numbers, by_name=True)
+            state.detailed = False
+            rec = fusion._Recorder(state.label)
+            fusion.stable_fuse(state, opts, levels, rec.reject, rec.decisions, LoopOrder(), [], seeds)
+            assert got <= fusion._cost((state, rec, [])), (make.__name__, seeds != ())
+
+
+@pytest.mark.parametrize("make", [make_transposed, make_mixed])
+def test_loop_transformations_are_searched_only_for_pairs_taken_off_the_queue(
+    make: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A candidate that needs a loop transformation is queued as it is: the search runs when the
+    pair comes off the queue still current, not for every pair scored (most go stale first).
+    On a 200-node chain that transposes every other node the old eager search ran about once per
+    node and plan (206 searches); the lazy one runs 80."""
+    from fuseopt.passes import fusion
+    from fuseopt.passes.loop_order import LoopOrder
+
+    g = load_text(json.dumps(make(200, 0, 8, 16)), "g.json")
+    plans = _count_calls(monkeypatch, fusion, "stable_fuse")
+    searches = _count_calls(monkeypatch, LoopOrder, "propose")
+    stage = optimize(g, Options(), verify_each=True)
+    assert len(searches) <= 0.6 * len(g.nodes) * len(plans), (len(searches), len(plans))
+    assert _stranded(g, Options(), stage) == []

@@ -93,6 +93,12 @@ class NodeDeps:
     node: str
     reads: tuple[Dep, ...]
     writes: tuple[Dep, ...]
+    # Every dep read or written, for membership tests (the legality check names the member of a
+    # group that has a dependency).
+    all: frozenset[Dep] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "all", frozenset((*self.reads, *self.writes)))
 
     def buffers(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([d.buffer for d in self.reads] + [d.buffer for d in self.writes]))

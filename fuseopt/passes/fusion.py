@@ -13,13 +13,13 @@ applied greedily, re-checking legality against the groups as they are by then.
 Candidate order is where the two scorings differ: `inductor` walks groups in node-list order (so
 list order reaches decisions, faithfully); `stable` walks them by (dependency depth, name).
 
-Stable scoring at the size cap: when --max-fusion-size rejected a pair or a kernel is full, the
-graph is planned again with chains packed (`_fill_seeds`: each node seeded into its latest
-producer's kernel in topological order, so a kernel fills to the cap and the next node starts the
-next one), then with nodes stranded beside a full kernel seeded into it (`_stranded`, up to
-MAX_REPLANS times); the plan with the fewest kernels is kept (the first plan on ties). A plan
-that meets `_fewest_kernels` (every extern alone, every other kernel full) ends the search: no
-plan has fewer kernels.
+Stable scoring at the size cap (`_stable_plan`): when a group of nodes linked by shared buffers
+exceeds --max-fusion-size and the plan misses `_fewest_kernels` (every extern alone, every linked
+group in full kernels: no plan has fewer), the graph is planned again with chains packed
+(`_fill_seeds`: each node seeded into its latest producer's kernel in topological order, so a
+kernel fills to the cap and the next node starts the next one), then with nodes stranded beside
+a full kernel seeded into it (`_stranded`, up to MAX_REPLANS times). The plan kept has the fewest
+kernels, then the fewest bytes (`_cost`; the first plan on ties).
 """
 
 from __future__ import annotations
@@ -117,11 +117,8 @@ class _Recorder:
         self.decisions: list[Decision] = []
         # the node pairs refused (their reasons are asked again of the final kernels)
         self.rejected: set[tuple[str, str]] = set()
-        self.capped = False  # did --max-fusion-size reject a pair (a later reason may replace it)
 
     def reject(self, a: Group, b: Group, v: Verdict) -> None:
-        if v.reason == "too_large":
-            self.capped = True
         self.rejected.add(v.nodes or (self.label(a), self.label(b)))
 
 
@@ -140,15 +137,7 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
 
     hook = reorder if opts.loop_order else None
     if opts.scoring == "stable":
-        stable_fuse(state, opts, levels, rec.reject, rec.decisions, hook, reorders)
-        full = any(len(g.members) >= opts.max_fusion_size for g in state.groups.values())
-        if (rec.capped or full) and len(state.groups) > _fewest_kernels(graph, opts):
-            # The size cap bound. Plan again with the cap packed (each node seeded into its
-            # latest producer's kernel in topological order, a new kernel where that one is
-            # full), and then with nodes stranded next to a full kernel seeded into it before it
-            # filled up; keep a plan only when it has fewer kernels.
-            first = (state, rec, reorders)
-            state, rec, reorders = _replan_at_cap(graph, deps, opts, levels, numbers, hook, first)
+        state, rec, reorders = _stable_plan(graph, deps, opts, levels, numbers, hook, (state, rec, reorders))
     else:
         rounds = 0
         for rnd in range(opts.max_rounds):
@@ -179,44 +168,80 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
 MAX_REPLANS = 3
 
 
-def _fewest_kernels(graph: Graph, opts: Options) -> int:
-    """A lower bound on the kernels of any plan: every extern node alone, every other kernel at
-    most --max-fusion-size nodes. A plan that meets it cannot be beaten by replanning."""
+def _components(graph: Graph) -> list[int]:
+    """The sizes of the groups of non-extern nodes linked by buffers they share (a kernel never
+    spans two: every fusion is of two groups that share a buffer), largest first."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        root = x
+        while parent.setdefault(root, root) != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    first_user: dict[str, str] = {}
+    names = [n.name for n in graph.nodes if n.kind != "extern"]
+    for n in graph.nodes:
+        if n.kind == "extern":
+            continue
+        for b in (*n.read_buffers(), *n.outputs):
+            other = first_user.setdefault(b, n.name)
+            parent[find(n.name)] = find(other)
+    sizes: dict[str, int] = {}
+    for name in names:
+        root = find(name)
+        sizes[root] = sizes.get(root, 0) + 1
+    return sorted(sizes.values(), reverse=True)
+
+
+def _fewest_kernels(graph: Graph, opts: Options, components: list[int] | None = None) -> int:
+    """A lower bound on the kernels of any plan: every extern node alone, and each group of nodes
+    linked by shared buffers (`_components`) in kernels of at most --max-fusion-size nodes. A
+    plan that meets it cannot be beaten by replanning."""
     externs = sum(1 for n in graph.nodes if n.kind == "extern")
-    rest = len(graph.nodes) - externs
-    return externs + -(-rest // opts.max_fusion_size)
+    sizes = _components(graph) if components is None else components
+    return externs + sum(-(-size // opts.max_fusion_size) for size in sizes)
 
 Planned = tuple[FusionState, _Recorder, list[Reorder]]
 
 
-def _replan_at_cap(
+def _stable_plan(
     graph: Graph,
     deps: dict[str, NodeDeps],
     opts: Options,
     levels: dict[str, int],
     numbers: dict[str, int],
     hook: ReorderHook | None,
-    first: Planned,
+    fresh: Planned,
 ) -> Planned:
-    """The plan with the fewest kernels among the first, the packed one (`_fill_seeds`) and up
-    to MAX_REPLANS with stranded nodes seeded (`_stranded`) on top of the better of those two."""
-    best = first
+    """The natural plan (scored fusion from single nodes), unless the size cap can bind (a group
+    of linked nodes exceeds it) and the natural plan misses `_fewest_kernels`: then also the
+    packed plan (`_fill_seeds`), and the better of the two (`_cost`: fewer kernels, then fewer
+    bytes; the natural one on ties), with nodes it stranded next to a full kernel seeded into it
+    (`_stranded`, up to MAX_REPLANS times) while that makes the plan better."""
+
+    def plan(seeds: tuple[tuple[str, str], ...], into: Planned | None = None) -> Planned:
+        if into is None:
+            again = FusionState(graph, dict(deps), numbers, by_name=True)
+            again.detailed = False
+            into = (again, _Recorder(again.label), [])
+        st, rec, reorders = into
+        stable_fuse(st, opts, levels, rec.reject, rec.decisions, hook, reorders, seeds)
+        return into
+
+    best = plan((), fresh)
+    comps = _components(graph)
+    fewest = _fewest_kernels(graph, opts, comps)
+    if not comps or comps[0] <= opts.max_fusion_size or len(best[0].groups) <= fewest:
+        return best  # the cap cannot bind, or no plan has fewer kernels
     base: tuple[tuple[str, str], ...] = ()
-
-    def plan(seeds: tuple[tuple[str, str], ...]) -> Planned:
-        again = FusionState(graph, dict(deps), numbers, by_name=True)
-        again.detailed = False
-        again_rec = _Recorder(again.label)
-        again_reorders: list[Reorder] = []
-        stable_fuse(again, opts, levels, again_rec.reject, again_rec.decisions, hook, again_reorders, seeds)
-        return again, again_rec, again_reorders
-
     fill = _fill_seeds(graph, levels)
     packed = plan(fill)
-    if len(packed[0].groups) < len(best[0].groups):
+    if _cost(packed) < _cost(best):
         best, base = packed, fill
     seeds: set[tuple[str, str]] = set()
-    fewest = _fewest_kernels(graph, opts)
     for _ in range(MAX_REPLANS):
         if len(best[0].groups) <= fewest:
             break  # no plan has fewer kernels
@@ -225,10 +250,17 @@ def _replan_at_cap(
             break
         seeds |= found
         again = plan((*tuple(sorted(seeds)), *base))
-        if len(again[0].groups) >= len(best[0].groups):
+        if _cost(again) >= _cost(best):
             break
         best = again
     return best
+
+
+def _cost(planned: Planned) -> tuple[int, int]:
+    """What the planner minimises: kernels, then bytes moved (loop transformations keep each
+    node's accesses, so the unfused graph's access table prices any plan of it)."""
+    state = planned[0]
+    return len(state.groups), sum(state.access.kernel_bytes(g.members) for g in state.groups.values())
 
 
 def _fill_seeds(graph: Graph, levels: dict[str, int]) -> tuple[tuple[str, str], ...]:

@@ -6,10 +6,12 @@ of the new group are scored again (`_BufferIndex` keeps each buffer's user group
 costs what the new group shares, not the graph). Queue entries carry both groups' version stamps:
 an entry whose group changed since it was scored is stale and dropped when popped. A phase
 enumerates every candidate and drains the queue; phases repeat until one fuses nothing (a fusion
-elsewhere can make an earlier rejection legal), then phases may transform loops: the loop-order
-hook's `propose` (`ReorderHook`) returns a transformation of one group under which the pair fuses,
-queued with the pair and installed only when the pair is taken (`take`; rolled back if the pair
-no longer fuses by then).
+elsewhere can make an earlier rejection legal), then phases may transform loops. A pair that
+fails for a reason a loop transformation may cure is queued as it is, scored as it would be once
+cured (the score needs only memory > 0); the loop-order hook's `propose` (`ReorderHook`) searches
+for the transformation only when the pair comes off the queue still current (`take`; most queued
+pairs go stale first), and the transformation is installed only if the pair then fuses. A pair no
+transformation cures is not searched again until one of its groups changes.
 
 `seeds` are node pairs fused before any scoring, in their given order, each only if legal then
 (`fusion.fuse` uses them to replan when --max-fusion-size bound: a topological fill that packs
@@ -111,6 +113,12 @@ class _BufferIndex:
         return list(out)
 
 
+def _may_transform(g1: Group, g2: Group, opts: Options) -> bool:
+    """Could a loop transformation make the pair fuse? Not over the size cap, nor with a library
+    node (a transformation changes indices, never members); the rest is the hook's to find."""
+    return not (g1.is_library or g2.is_library) and len(g1.members) + len(g2.members) <= opts.max_fusion_size
+
+
 def stable_fuse(
     state: FusionState,
     opts: Options,
@@ -129,28 +137,39 @@ def stable_fuse(
         return (min(levels[m] for m in g.members), g.min_name)
 
     index = _BufferIndex(state, key)
-    # (negated score terms, transformed, tie-break names, gid, version, gid, version, proposal): the score is
-    # rebuilt from its terms when a pair is taken (a fan of 20,000 users queues over a million
-    # pairs); proposal -1, or the loop transformation (in `proposals`) the pair needs.
+    # (negated score terms, transformed, tie-break names, gid, version, gid, version, pending): the
+    # score is rebuilt from its terms when a pair is taken (a fan of 20,000 users queues over a
+    # million pairs); pending -1, or the pair's verdict (in `pending`) before the loop
+    # transformation it needs, searched for when the pair is taken.
     heap: list[tuple[tuple[int, ...], int, tuple[str, ...], int, int, int, int, int]] = []
-    proposals: list[Proposal] = []
+    pending: list[Verdict] = []  # a queued pair's verdict before the loop transformation it needs
+    no_cure: set[tuple[int, int, int, int]] = set()  # pairs (as stamped) no transformation cures
+
+    def _stamps(g1: Group, g2: Group) -> tuple[int, int, int, int]:
+        lo, hi = (g1, g2) if g1.gid < g2.gid else (g2, g1)
+        return lo.gid, state.version[lo.gid], hi.gid, state.version[hi.gid]
     transforms: ReorderHook | None = None  # the loop-order hook, once plain fusion has settled
 
     def consider(g1: Group, g2: Group) -> None:
         v = check_fusion(state, g1, g2, opts)
         pid = -1
-        if not v.ok and transforms is not None and v.reason in REORDER_REASONS:
-            found = transforms.propose(state, g1, g2, opts)
-            if found is not None:
-                v, prop = found
-                pid = len(proposals)
-                proposals.append(prop)
         if not v.ok:
-            reject(g1, g2, v)
-            return
+            if (
+                transforms is None
+                or v.reason not in REORDER_REASONS
+                or not _may_transform(g1, g2, opts)
+                or _stamps(g1, g2) in no_cure
+            ):
+                reject(g1, g2, v)
+                return
+            # A loop transformation may cure it: queued as it is, the transformation searched for
+            # only if the pair comes off the queue still current (most are stale by then). The
+            # score is the one it would have: it needs memory > 0 only, which a cure brings.
+            pid = len(pending)
+            pending.append(v)
         if not state.before(g1, g2):
             g1, g2 = g2, g1
-        s = stable_score(state, g1, g2, v.memory, levels)
+        s = stable_score(state, g1, g2, v.memory if v.ok else 1, levels)
         item = (
             tuple(-t for t in s.terms),
             int(pid >= 0),  # at equal scores, a pair that needs no loop transformation first
@@ -176,10 +195,20 @@ def stable_fuse(
                     consider(state.groups[a], state.groups[b])
 
     def take(g1: Group, g2: Group, pid: int) -> Verdict:
-        """The pair's verdict as it is now, its loop transformation installed (kept only if ok)."""
+        """The pair's verdict as it is now; a pair queued for a loop transformation gets it
+        searched for now, installed, and kept only if the pair then fuses."""
         if pid < 0:
             return check_fusion(state, g1, g2, opts)
-        prop = proposals[pid]
+        assert transforms is not None
+        found = transforms.propose(state, g1, g2, opts)
+        if found is None:
+            # No transformation cures the pair as it is now, nor will one in a later phase:
+            # legality only worsens while neither group changes.
+            no_cure.add(_stamps(g1, g2))
+            return pending[pid]
+        return _install(g1, g2, found[1])
+
+    def _install(g1: Group, g2: Group, prop: Proposal) -> Verdict:
         saved = state.version[prop.gid]
         state.install(prop.after)
         v = check_fusion(state, g1, g2, opts)
@@ -220,14 +249,10 @@ def stable_fuse(
         if g1.gid == g2.gid:
             continue
         v = check_fusion(state, g1, g2, opts)
-        pid = -1
         if not v.ok and reorder is not None and v.reason in REORDER_REASONS:
             found = reorder.propose(state, g1, g2, opts)
             if found is not None:
-                pid = len(proposals)
-                proposals.append(found[1])
-        if pid >= 0:
-            v = take(g1, g2, pid)
+                v = _install(g1, g2, found[1])
         if not v.ok:
             continue
         if not state.before(g1, g2):

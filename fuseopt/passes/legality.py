@@ -92,7 +92,8 @@ def _whole(d: Dep) -> Dep:
 
 def _member_with(state: FusionState, g: Group, dep: Dep) -> str:
     """The (alphabetically first) member of g with this dependency."""
-    found = [m for m in g.members if dep in state.deps[m].reads or dep in state.deps[m].writes]
+    deps = state.deps
+    found = [m for m in g.members if dep in deps[m].all]
     return min(found) if found else state.label(g)
 
 

@@ -114,49 +114,67 @@ class LoopOrder:
         common = sorted(set(g1.buffer_names()) & set(g2.buffer_names()))
         if not common:
             return None
-        options: list[tuple[tuple[object, ...], Group, _Candidate, list[ComputeNode]]] = []
-        for mine, other in ((g1, g2), (g2, g1)):
-            nodes = [state.node(m) for m in mine.members]
-            members = [n for n in nodes if isinstance(n, ComputeNode)]
-            if len(members) != len(nodes):
-                continue
-            sizes = {(tuple(lv.size for lv in n.loops), tuple(lv.size for lv in n.reduce)) for n in members}
-            # A group moves as one: every member gets the same transformation, which keeps their
-            # row-major positions aligned. That needs one loop structure across the group.
-            if len(sizes) != 1:
-                continue
-            side = (mine.is_reduction, len(mine.members))
-            for cand in self._candidates(state, members, other, common):
-                options.append(((side, cand.rank, state.label(mine)), mine, cand, members))
-        options.sort(key=lambda o: o[0])
-        for _, mine, cand, members in options:
-            after = self._apply(state, cand, members)
-            if after is None:
-                continue
-            with state.trial(after):
-                v = check_fusion(state, g1, g2, opts)
-            if v.ok:
-                recs = tuple(
-                    sorted(
-                        (_record(b, a, cand) for b, a in zip(members, after, strict=True)),
-                        key=lambda r: r.node,
+        # Candidates in the canonical order: by side (the pointwise side, then the smaller group),
+        # then by rank, the side's smallest node name last. A side's candidates are searched for
+        # only once every candidate of a side before it has failed.
+        sides = sorted(
+            (((mine.is_reduction, len(mine.members)), mine, other) for mine, other in ((g1, g2), (g2, g1))),
+            key=lambda s: s[0],
+        )
+        if sides[0][0] == sides[1][0]:
+            batches = [sides]
+        else:
+            batches = [sides[:1], sides[1:]]
+        for batch in batches:
+            options: list[tuple[tuple[object, ...], Group, _Candidate, list[ComputeNode]]] = []
+            for side, mine, other in batch:
+                members = self._uniform_members(state, mine)
+                if members is None:
+                    continue
+                for cand in self._candidates(state, members, other, common):
+                    options.append(((side, cand.rank, state.label(mine)), mine, cand, members))
+            options.sort(key=lambda o: o[0])
+            for _, mine, cand, members in options:
+                after = self._apply(state, cand, members)
+                if after is None:
+                    continue
+                with state.trial(after):
+                    v = check_fusion(state, g1, g2, opts)
+                if v.ok:
+                    recs = tuple(
+                        sorted(
+                            (_record(b, a, cand) for b, a in zip(members, after, strict=True)),
+                            key=lambda r: r.node,
+                        )
                     )
-                )
-                return v, Proposal(mine.gid, tuple(mine.members), tuple(members), after, recs)
+                    return v, Proposal(mine.gid, tuple(mine.members), tuple(members), after, recs)
         return None
+
+    @staticmethod
+    def _uniform_members(state: FusionState, group: Group) -> list[ComputeNode] | None:
+        """The group's nodes, if all are compute nodes of one loop structure (a group moves as
+        one: every member gets the same transformation, which keeps their row-major positions
+        aligned); None otherwise."""
+        nodes = [state.node(m) for m in group.members]
+        members = [n for n in nodes if isinstance(n, ComputeNode)]
+        if len(members) != len(nodes):
+            return None
+        shape = _shape(members[0])
+        if any(_shape(n) != shape for n in members[1:]):
+            return None
+        return members
 
     def _candidates(
         self, state: FusionState, members: list[ComputeNode], other: Group, buffers: list[str]
     ) -> list[_Candidate]:
         """Every transformation of the group proposed by any member against any access of other."""
         found: dict[tuple[object, ...], _Candidate] = {}
-        targets = {
-            buf: sorted(
-                {d for d in (*other.writes, *other.reads) if d.buffer == buf and isinstance(d, MemoryDep)},
-                key=lambda d: d.text(),
-            )
-            for buf in buffers
-        }
+        wanted = set(buffers)
+        found_deps: dict[str, set[MemoryDep]] = {buf: set() for buf in buffers}
+        for d in (*other.writes, *other.reads):
+            if d.buffer in wanted and isinstance(d, MemoryDep):
+                found_deps[d.buffer].add(d)
+        targets = {buf: sorted(deps, key=lambda d: d.text()) for buf, deps in found_deps.items()}
         for node in members:
             for buf in buffers:
                 if not targets[buf]:
@@ -246,6 +264,10 @@ class LoopOrder:
                 state.install(app.before)
                 dropped.update(app.records)
         return [r for r in reorders if r not in dropped]
+
+
+def _shape(n: ComputeNode) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return tuple(lv.size for lv in n.loops), tuple(lv.size for lv in n.reduce)
 
 
 def _prod(xs: tuple[int, ...]) -> int:

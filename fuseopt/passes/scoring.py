@@ -74,6 +74,8 @@ def inductor_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:
 
 
 def stable_score(state: FusionState, g1: Group, g2: Group, memory: int, levels: dict[str, int]) -> Score:
+    """The pair's score. It depends on `memory` only through memory > 0, which every legal pair
+    has: the fusion loop scores a pair whose loop transformation it has yet to find as if shared."""
     summaries = (state.summary(g1), state.summary(g2))
     saved = state.access.saved_bytes(g1.members, g2.members, summaries, (g1.member_set, g2.member_set))
     node_type = int(g1.is_reduction == g2.is_reduction and memory > 0)
