@@ -63,3 +63,55 @@ nodes:
     off = replace(H200, tuning=replace(t, looped_outer_x_bytes=0))
     planned_off = looped_row.applies(stage.graph, launch, CodegenOptions(target=off))
     assert planned_off is not None and planned_off.config.block("XBLOCK") * item < t.looped_outer_x_bytes
+
+
+def _row_launch(rows: int, cols: int, dtype: str) -> tuple[object, ComputeLaunch]:
+    text = f"""
+format: fuseopt-graph/1
+name: rows
+buffers:
+  x: {{shape: [{rows}, {cols}], dtype: {dtype}, role: input}}
+  m: {{shape: [{rows}], dtype: float32}}
+  out: {{shape: [{rows}], dtype: float32, role: output}}
+nodes:
+  - {{name: n0, loops: [[i, {rows}]], reduce: [[r, {cols}]], store: "m[i]", value: "max(x[{cols}*i + r])"}}
+  - {{name: n1, loops: [[i, {rows}]], reduce: [[r, {cols}]], store: "out[i]", value: "sum(exp(x[{cols}*i + r] - m[i]))"}}
+"""
+    stage = optimize(load_text(text, "rows.yaml"))
+    (launch,) = [la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)]
+    return stage.graph, launch
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "dtype", "xblock", "r0_block"),
+    [
+        (512, 50257, "bfloat16", 1, 4096),  # 512 programs of 1 row: 4 MiB an iteration at 4096
+        (256, 128256, "float32", 1, 4096),  # capped at looped_max_r0_block
+        (2048, 50257, "float32", 4, 1024),  # 512 programs of 4 rows: 8 MiB in flight already
+        (512, 1500, "bfloat16", 1, 2048),  # never wider than the row
+    ],
+)
+def test_few_rows_widen_the_loop_to_keep_bytes_in_flight(
+    rows: int, cols: int, dtype: str, xblock: int, r0_block: int
+) -> None:
+    """Rows too few for the programs a multiprocessor aims at: each program reads more an
+    iteration until all of them read `looped_bytes_in_flight` a multiprocessor (Little's law),
+    one warp per `reduction_points_per_warp`; without the rule, R0_BLOCK stays at max_r0_block."""
+    graph, launch = _row_launch(rows, cols, dtype)
+    t = CodegenOptions().tuning
+    planned = looped_row.applies(graph, launch, CodegenOptions())
+    assert planned is not None and planned.config.block("XBLOCK") == xblock
+    assert planned.config.block("R0_BLOCK") == r0_block
+    assert planned.config.num_warps == min(t.max_warps, xblock * r0_block // t.reduction_points_per_warp)
+    off = replace(H200, tuning=replace(t, looped_bytes_in_flight=0))
+    planned_off = looped_row.applies(graph, launch, CodegenOptions(target=off))
+    assert planned_off is not None and planned_off.config.block("R0_BLOCK") == min(r0_block, t.max_r0_block)
+
+
+def test_a_max_r0_block_override_caps_the_widened_loop() -> None:
+    """Tests shrink R0_BLOCK to take several iterations on tiny shapes: the widening obeys it."""
+    graph, launch = _row_launch(4, 257, "float32")
+    planned = looped_row.applies(graph, launch, CodegenOptions(persistent_rnumel=0, max_r0_block=8))
+    assert planned is not None and planned.config.block("R0_BLOCK") == 8
+    wide = looped_row.applies(graph, launch, CodegenOptions(persistent_rnumel=0))
+    assert wide is not None and wide.config.block("R0_BLOCK") == 512  # the whole row, rounded up

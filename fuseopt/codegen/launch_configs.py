@@ -52,6 +52,22 @@ def contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int
     return along, x_item
 
 
+def read_bytes(graph: Graph, launch: ComputeLaunch) -> int:
+    """The smallest itemsize among the tile's global reads (0: none): every loop of the kernel
+    reads at least that much a point."""
+    produced = launch.producer()
+    return min(
+        (
+            graph.buffer(ld.buffer).dtype.itemsize
+            for p in launch.placements
+            if p.role in ("inner", "reduction")
+            for ld in p.node.reads()
+            if ld.buffer not in produced
+        ),
+        default=0,
+    )
+
+
 def _touched(index: Expr, var_sizes: dict[str, int]) -> int:
     """How many points an affine index of loop variables can touch: the product of their sizes."""
     return prod(var_sizes.get(atom.name, 1) for atom, _ in linear_form(index).coeffs if isinstance(atom, Var))
@@ -165,10 +181,11 @@ def configs_reduction(
     outer: bool,
     sfu: bool = False,
     x_item: int = 0,
+    read_item: int = 0,
 ) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
     """The default launch and autotune candidates of a persistent or looped reduction tile.
     `outer`: the tile's data is mostly contiguous along x, the smallest such element `x_item`
-    bytes (`contiguous_bytes`)."""
+    bytes (`contiguous_bytes`); `read_item`: the smallest element the tile reads (`read_bytes`)."""
     g, t = o.gpu, o.tuning
     xcap = next_power_of_2(launch.axes[0].numel)
     rcap = next_power_of_2(launch.axes[1].numel)
@@ -217,7 +234,19 @@ def configs_reduction(
         # fewer than `looped_outer_x_bytes` leave part of every memory sector it fetches unused.
         xb = max(xb, min(xcap, t.looped_max_xblock, t.max_xblock, next_power_of_2(-(-t.looped_outer_x_bytes // x_item))))
     rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
-    default = cfg(xb, rb)
+    xb, rb = max(1, min(xcap, xb, t.max_xblock)), min(rcap, t.max_r0_block, rb)
+    # Little's law: a multiprocessor keeps bandwidth x latency bytes in flight only if its programs
+    # read that much an iteration. Rows too few for `looped_programs_per_multiprocessor` programs
+    # widen each program's R0_BLOCK instead (up to `looped_max_r0_block`).
+    programs = cdiv(launch.axes[0].numel, xb)
+    while (
+        rb < min(rcap, t.looped_max_r0_block)
+        and programs * xb * rb * read_item < t.looped_bytes_in_flight * g.multiprocessors
+    ):
+        rb *= 2
+    default = LaunchConfig(
+        (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, t.reduction_points_per_warp, t.max_warps)
+    )
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
     return default, unique_configs(default, cands)
 

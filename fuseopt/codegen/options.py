@@ -67,6 +67,8 @@ class CodegenOptions:
     def __post_init__(self) -> None:
         gpu = self.target
         given = {name: getattr(self, name) for name in _TUNING_OVERRIDES if getattr(self, name) is not None}
+        if self.max_r0_block is not None:  # no R0_BLOCK above it, a widened looped one included
+            given["looped_max_r0_block"] = min(self.max_r0_block, gpu.tuning.looped_max_r0_block)
         if given:
             gpu = replace(gpu, tuning=replace(gpu.tuning, **given))
         if self.multiprocessors is not None:

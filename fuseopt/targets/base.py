@@ -95,6 +95,11 @@ class Tuning:
     looped_outer_x_bytes: int = _doc("fewest bytes along x a row of a looped tile contiguous along x reads")
     looped_elements: int = _doc("points of tile-wide accesses of a looped (or split) tile")
     looped_min_r0_block: int = _doc("smallest R0_BLOCK of a looped (or split) tile")
+    looped_bytes_in_flight: int = _doc(
+        "bytes a multiprocessor's looped programs read an iteration, at least: too few programs "
+        "widen R0_BLOCK to them (Little's law: bandwidth x latency; 0: never)"
+    )
+    looped_max_r0_block: int = _doc("largest R0_BLOCK a looped tile widens to for bytes in flight")
     reduction_points_per_warp: int = _doc("looped, split and finishing tiles: one warp per this many")
     # -- split reductions (partial kernel + finishing kernel)
     split_programs_per_multiprocessor: int = _doc(

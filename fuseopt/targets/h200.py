@@ -14,6 +14,7 @@ from fuseopt.targets.base import Target, tuned
 
 RUNS = "benchmarks/results/2026-11-30-h200.json"
 RULES = "benchmarks/results/rules-2026-12-02-h200.json"  # suite workloads, GPU time, one constant changed at a time
+LOOPED = "benchmarks/results/rules-2026-12-02-looped-h200.json"  # looped reductions of few rows, GPU time
 HISTORY = "benchmarks/results/README.md (history)"
 
 TUNING, PROVENANCE = tuned(
@@ -260,6 +261,16 @@ TUNING, PROVENANCE = tuned(
         16,
         "an R0_BLOCK of at least 16 points: 64 bytes of float32 along r; not swept",
         HISTORY,
+    ),
+    looped_bytes_in_flight=(
+        32768,
+        "Little's law, ~4.8 TB/s x ~0.9 us over 132 SMs: lsm_vocab 255 -> 124 us, a 256 x 128256 softmax 322 -> 112; 16 KB alike, 64 KB slows a 2048-row logsumexp 224 -> 272",
+        LOOPED,
+    ),
+    looped_max_r0_block=(
+        4096,
+        "lsm_vocab 124 us at 4096 against 176 at 8192 (the 256 x 128256 softmax gains at 8192: 112 -> 82)",
+        LOOPED,
     ),
     reduction_points_per_warp=(
         512,

@@ -1,13 +1,14 @@
 """A looped reduction: XBLOCK rows a program, r walked R0_BLOCK points at a time (the fallback
 of every reduction); a tile whose data is contiguous along x reads at least
-`looped_outer_x_bytes` of it a row."""
+`looped_outer_x_bytes` of it a row, and rows too few to fill the multiprocessors widen R0_BLOCK
+until their programs keep `looped_bytes_in_flight` bytes a multiprocessor in flight."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
 
-from fuseopt.codegen.launch_configs import configs_reduction, contiguous_bytes, x_contiguous
+from fuseopt.codegen.launch_configs import configs_reduction, contiguous_bytes, read_bytes, x_contiguous
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned
@@ -25,7 +26,10 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
         return None
     along, x_item = contiguous_bytes(graph, launch)
     outer = x_contiguous(along, options.tuning.outer_x_ratio)
-    configs = configs_reduction(launch, options, persistent=False, outer=outer, x_item=x_item)
+    read_item = read_bytes(graph, launch)
+    configs = configs_reduction(
+        launch, options, persistent=False, outer=outer, x_item=x_item, read_item=read_item
+    )
     return Planned(launch, LoopedRow(), *configs)
 
 
