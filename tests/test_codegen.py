@@ -38,7 +38,7 @@ from tests.strategies import SPLIT, check, graph, plan_of, unfused_plan
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
 SMALL = CodegenOptions(max_xblock=8, max_yblock=4, max_r0_block=8, unroll_rnumel=0)
-LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4, unroll_rnumel=0)
+LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4, unroll_rnumel=0, split_programs=0)
 UNROLLED = CodegenOptions(max_xblock=8, max_yblock=4, max_r0_block=8)  # rnumel <= 16 unrolled
 
 APBT = """

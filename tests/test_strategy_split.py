@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
+from fuseopt.codegen.choice import choose
 from fuseopt.codegen.options import CodegenOptions
+from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import SplitFinish, SplitPartial, split
 from fuseopt.codegen.tile_shapes import finish_tiling
+from fuseopt.codegen.tiling import Tiling
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.pipeline import optimize
+from fuseopt.plan import Plan
+from tests.strategies import check, graph
 from tests.strategy_graphs import launches, strategies, tilings
+
+
+def tilings_of(g: Graph, plan: Plan, opts: CodegenOptions) -> list[Tiling]:
+    schedule = build_schedule(g, plan)
+    return [
+        choose(g, la, opts)[0]
+        for la in schedule.launches
+        if isinstance(la, ComputeLaunch) and la.stores
+    ]
 
 
 def test_split_taken_and_finished() -> None:
@@ -31,3 +51,97 @@ def test_split_cost_counts_the_chunks() -> None:
     assert split.cost(planned, few) == 2 * split.cost(planned, many) > 0
     whole = split.cost(planned, few) / planned.strategy.chunks  # the programs without the chunks
     assert split.cost(planned, few) > whole
+
+
+def _partial(src: str) -> str:
+    """The split's partial kernel (part 1) of a module's source."""
+    return next(k for k in src.split("@triton.jit") if "rsplit = tl.program_id(1)" in k)
+
+
+_SPLIT = CodegenOptions(persistent_rnumel=0, max_r0_block=8, unroll_rnumel=0, split_programs=64)
+
+
+def _column_reduction(cols: int, length: int, reduction: str, dtype: str) -> Graph:
+    """`cols` reductions of `length` points each, the data contiguous along x (a column sum)."""
+    return graph(
+        f"""
+format: fuseopt-graph/1
+name: columns
+buffers:
+  x: {{shape: [{length}, {cols}], dtype: {dtype}, role: input}}
+  out: {{shape: [{cols}], dtype: float32, role: output}}
+nodes:
+  - {{name: n0, loops: [[i, {cols}]], reduce: [[r, {length}]], store: "out[i]", value: "{reduction}(cast(x[{cols}*r + i], float32))"}}
+"""
+    )
+
+
+@pytest.mark.parametrize(
+    ("cols", "length", "reduction", "dtype", "min_blocks"),
+    [
+        (3, 103, "sum", "float32", 1),  # 13 blocks of 8, the last of 7: r masked
+        # the sweeps run these two too (each an interpreter run; the quick set keeps both paths)
+        pytest.param(2, 67, "max", "float16", 1, marks=pytest.mark.slow),
+        (5, 56, "sum", "bfloat16", 2),  # 7 whole blocks, no divisor of 7 up to 7 // 2: 3 + 3 + 1
+        pytest.param(4, 29, "min", "float32", 1, marks=pytest.mark.slow),
+    ],
+)
+def test_chunks_that_do_not_divide_r_end_at_its_end(
+    cols: int, length: int, reduction: str, dtype: str, min_blocks: int
+) -> None:
+    """Data contiguous along x, an r that whole blocks do not divide, or a count of blocks no
+    allowed chunk count divides: chunks of whole blocks, the last one ending at r's end (a
+    `tl.minimum` bound, and the r mask where the blocks do not divide r); checked against the
+    reference interpreter."""
+    g = _column_reduction(cols, length, reduction, dtype)
+    opts = dataclasses.replace(_SPLIT, split_min_r_blocks=min_blocks)
+    plan = optimize(g).plan
+    (t,) = tilings_of(g, plan, opts)
+    assert isinstance(t.strategy, SplitPartial)
+    chunk, chunks = t.strategy.chunk, t.strategy.chunks
+    assert chunk % 8 == 0 and chunk * (chunks - 1) < length < chunk * chunks
+    part = _partial(check(g, plan, opts))
+    assert f"range(rsplit * {chunk}, tl.minimum((rsplit + 1) * {chunk}, r0_numel), R0_BLOCK)" in part
+    assert ("r0_mask" in part) == (length % 8 != 0)
+
+
+def test_rows_contiguous_along_r_split_only_into_equal_chunks() -> None:
+    """The same reduction over rows contiguous along r: no uneven chunks (the split's wide x tile
+    would read misaligned rows), so it stays one looped kernel."""
+    g = graph(
+        """
+format: fuseopt-graph/1
+name: rows
+buffers:
+  x: {shape: [3, 103], dtype: float32, role: input}
+  out: {shape: [3], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i, 3]], reduce: [[r, 103]], store: "out[i]", value: "sum(x[103*i + r])"}
+"""
+    )
+    opts = dataclasses.replace(_SPLIT, split_min_r_blocks=1)
+    plan = optimize(g).plan
+    (t,) = tilings_of(g, plan, opts)
+    assert not isinstance(t.strategy, SplitPartial)
+    assert "rsplit" not in check(g, plan, opts)
+
+
+def test_chunks_that_divide_r_keep_an_unmasked_loop() -> None:
+    """Blocks that divide r into equal chunks: the loop ends at its chunk's end, no bound, no mask."""
+    g = graph(
+        """
+format: fuseopt-graph/1
+name: whole_chunks
+buffers:
+  x: {shape: [3, 96], dtype: float32, role: input}
+  out: {shape: [3], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i, 3]], reduce: [[r, 96]], store: "out[i]", value: "sum(x[96*i + r])"}
+"""
+    )
+    opts = dataclasses.replace(_SPLIT, split_min_r_blocks=1)
+    plan = optimize(g).plan
+    (t,) = tilings_of(g, plan, opts)
+    assert isinstance(t.strategy, SplitPartial) and t.strategy.chunk * t.strategy.chunks == 96
+    part = _partial(check(g, plan, opts))
+    assert "tl.minimum(" not in part and "r0_mask" not in part

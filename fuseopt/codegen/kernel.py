@@ -111,8 +111,10 @@ class KernelEmitter(RegisterWindowEmitter):
     def open_loop(self) -> None:
         assert self.loop is None
         if isinstance(s := self.strategy, SplitPartial):
-            chunk = self.launch.axes[1].numel // s.chunks
-            header = f"for r0_offset in range(rsplit * {chunk}, (rsplit + 1) * {chunk}, R0_BLOCK):"
+            end = f"(rsplit + 1) * {s.chunk}"
+            if s.chunk * s.chunks != self.launch.axes[1].numel:  # the last chunk ends at r's end
+                end = f"tl.minimum({end}, r0_numel)"
+            header = f"for r0_offset in range(rsplit * {s.chunk}, {end}, R0_BLOCK):"
         else:
             header = "for r0_offset in range(0, r0_numel, R0_BLOCK):"
         self.loop = LoopBlock(header)

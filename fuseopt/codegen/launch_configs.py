@@ -275,19 +275,21 @@ def _splittable(launch: ComputeLaunch) -> bool:
 
 
 def split_reduction(
-    launch: ComputeLaunch, o: CodegenOptions
-) -> tuple[LaunchConfig, int, tuple[LaunchConfig, ...]] | None:
-    """(config, chunks, autotune candidates) of a split reduction, or None to keep one program
-    per x tile.
+    launch: ComputeLaunch, o: CodegenOptions, *, uneven: bool = False
+) -> tuple[LaunchConfig, int, int, tuple[LaunchConfig, ...]] | None:
+    """(config, chunks, points a chunk, autotune candidates) of a split reduction, or None to
+    keep one program per x tile.
 
     Split when the x tiles alone give fewer than `split_target` programs (an outer reduction
     over few columns, a row sum over few rows). The tile is `split_xblock` wide in x, so that an
     access contiguous along x moves a cache line or more per row. Chunks are counted in blocks
-    of a looped tile (`looped_elements` elements of tile-wide accesses): the fewest chunks that
-    reach `split_target` programs, each a whole number of blocks (no r mask) and at least
-    `split_min_r_blocks` of them. The loop's R0_BLOCK is then widened within a chunk, up to
-    `split_max_r0_block` points and `split_wide_elements` elements of tile-wide accesses; one
-    warp per `reduction_points_per_warp` elements."""
+    of a looped tile (`looped_elements` elements of tile-wide accesses), each at least
+    `split_min_r_blocks` of them: where the blocks divide r, the fewest equal chunks that reach
+    `split_target` programs, else the most there can be (no r mask); otherwise, with `uneven`
+    (the tile's data contiguous along x, which the split's wide x tile serves), chunks of whole
+    blocks that reach it, the last ending at r's end (masked where the blocks do not divide r). The loop's R0_BLOCK is then
+    widened within a chunk, up to `split_max_r0_block` points and `split_wide_elements`
+    elements of tile-wide accesses; one warp per `reduction_points_per_warp` elements."""
     if not o.split_target or not _splittable(launch):
         return None
     t = o.tuning
@@ -296,20 +298,28 @@ def split_reduction(
     rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
     rb = max(1, min(rb, t.max_r0_block, next_power_of_2(rnumel)))
     xtiles = cdiv(xnumel, xb)
-    if xtiles >= o.split_target or rnumel % rb:
+    if xtiles >= o.split_target:
         return None
-    blocks = rnumel // rb
+    blocks = cdiv(rnumel, rb)
+    most = min(blocks // max(1, t.split_min_r_blocks), o.gpu.max_grid_y)
     chunks = 0
-    # The first divisor of `blocks` that reaches the target (so at most about split_target
-    # candidates are tried), else the largest allowed one; the grid's second dimension caps it.
-    for d in range(2, min(blocks // max(1, t.split_min_r_blocks), o.gpu.max_grid_y) + 1):
-        if blocks % d == 0:
-            chunks = d
-            if xtiles * d >= o.split_target:
-                break
-    if chunks < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
+    if rnumel % rb == 0:
+        # The first divisor of `blocks` that reaches the target (so at most about split_target
+        # candidates are tried), else the largest allowed one; the grid's second dimension caps it.
+        for d in range(2, most + 1):
+            if blocks % d == 0:
+                chunks = d
+                if xtiles * d >= o.split_target:
+                    break
+    if chunks >= 2:
+        chunk = rnumel // chunks
+    elif not uneven:
         return None
-    chunk = rnumel // chunks
+    else:  # chunks of `per` whole blocks, as many as reach the target, the last one shorter
+        per = cdiv(blocks, max(2, min(most, cdiv(o.split_target, xtiles))))
+        chunks, chunk = cdiv(blocks, per), per * rb
+    if chunks < 2 or most < 2 or chunks * xnumel > INT32_MAX:  # partials indexed in int32
+        return None
     wide = max(
         1,
         min(
@@ -342,7 +352,7 @@ def split_reduction(
     ):
         if 1 <= x <= xcap and 1 <= r <= rcap and chunk % r == 0 and cfg(x, r) not in cands:
             cands.append(cfg(x, r))
-    return cands[0], chunks, tuple(cands)
+    return cands[0], chunks, chunk, tuple(cands)
 
 
 def finish_config(xnumel: int, chunks: int, o: CodegenOptions) -> LaunchConfig:
