@@ -115,3 +115,20 @@ def test_a_max_r0_block_override_caps_the_widened_loop() -> None:
     assert planned is not None and planned.config.block("R0_BLOCK") == 8
     wide = looped_row.applies(graph, launch, CodegenOptions(persistent_rnumel=0))
     assert wide is not None and wide.config.block("R0_BLOCK") == 512  # the whole row, rounded up
+
+
+def test_a_tile_that_reads_nothing_is_not_widened() -> None:
+    """Bytes in flight count reads: a reduction of its own index reads no memory, so its loop
+    keeps the R0_BLOCK `looped_elements` gives it."""
+    text = """
+format: fuseopt-graph/1
+name: idx
+buffers:
+  out: {shape: [64], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i, 64]], reduce: [[r, 50000]], store: "out[i]", value: "sum(cast(r, float32))"}
+"""
+    stage = optimize(load_text(text, "idx.yaml"))
+    (launch,) = [la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)]
+    planned = looped_row.applies(stage.graph, launch, CodegenOptions())
+    assert planned is not None and planned.config.block("R0_BLOCK") <= CodegenOptions().tuning.max_r0_block

@@ -240,7 +240,8 @@ def configs_reduction(
     # widen each program's R0_BLOCK instead (up to `looped_max_r0_block`).
     programs = cdiv(launch.axes[0].numel, xb)
     while (
-        rb < min(rcap, t.looped_max_r0_block)
+        read_item  # a tile that reads nothing has nothing in flight
+        and rb < min(rcap, t.looped_max_r0_block)
         and programs * xb * rb * read_item < t.looped_bytes_in_flight * g.multiprocessors
     ):
         rb *= 2
