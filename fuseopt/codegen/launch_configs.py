@@ -288,9 +288,10 @@ def split_reduction(
     `split_min_r_blocks` of them: where the blocks divide r, the fewest equal chunks that reach
     `split_target` programs, else the most there can be (no r mask); otherwise, with `uneven`
     (the tile's data contiguous along x, which the split's wide x tile serves), chunks of whole
-    blocks that reach it, the last ending at r's end (masked where the blocks do not divide r). The loop's R0_BLOCK is then
-    widened within a chunk, up to `split_max_r0_block` points and `split_wide_elements`
-    elements of tile-wide accesses; one warp per `reduction_points_per_warp` elements."""
+    blocks that reach it, the last ending at r's end (masked where the blocks do not divide r).
+    The loop's R0_BLOCK is then widened within a chunk, up to `split_max_r0_block` points and
+    `split_wide_elements` elements of tile-wide accesses; one warp per
+    `reduction_points_per_warp` elements."""
     if not o.split_target or not _splittable(launch):
         return None
     t = o.tuning

@@ -1,7 +1,8 @@
 """A split reduction: a looped reduction with too few x tiles for the GPU cut along r into
 `chunks` chunks of whole R0_BLOCKs (for data contiguous along x, the last one shorter where
-they do not divide r), reduced by a partial kernel (`SplitPartial`, program_id(1) a chunk) and combined
-by a finishing kernel (`SplitFinish`: a persistent [XBLOCK, chunks] tile, then the epilogue)."""
+they do not divide r), reduced by a partial kernel (`SplitPartial`, program_id(1) a chunk) and
+combined by a finishing kernel (`SplitFinish`: a persistent [XBLOCK, chunks] tile, then the
+epilogue)."""
 
 from __future__ import annotations
 
