@@ -12,16 +12,22 @@ from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import Strategy
 from fuseopt.codegen.tiling import Tiling
 from fuseopt.ir.graph import Graph
+from fuseopt.plan import Plan
 from tests.update_golden import KERNELS, planned
 
 
 def tilings(name: str, options: CodegenOptions | None = None) -> list[Tiling]:
     """The chosen tiling of every compute launch that stores something, in launch order."""
     stage = planned(os.path.join(KERNELS, f"{name}.json"))
+    return tilings_of(stage.graph, stage.plan, options)
+
+
+def tilings_of(graph: Graph, plan: Plan, options: CodegenOptions | None = None) -> list[Tiling]:
+    """`tilings` of a graph and plan at hand."""
     opts = options or CodegenOptions()
-    schedule = build_schedule(stage.graph, stage.plan)
+    schedule = build_schedule(graph, plan)
     return [
-        choose(stage.graph, launch, opts)[0]
+        choose(graph, launch, opts)[0]
         for launch in schedule.launches
         if isinstance(launch, ComputeLaunch) and launch.stores
     ]

@@ -136,9 +136,7 @@ def test_a_plan_at_the_kernel_count_bound_is_not_planned_again(
         f"nodes:\n{nodes}\n",
         "chain.yaml",
     )
-    calls: list[int] = []
-    real = fusion.stable_fuse
-    monkeypatch.setattr(fusion, "stable_fuse", lambda *a, **k: calls.append(1) or real(*a, **k))
+    calls = _count_calls(monkeypatch, fusion, "stable_fuse")
     plan = optimize(g, Options(max_fusion_size=size)).plan
     assert len(plan.kernels) == -(-n // size) == fusion._fewest_kernels(g, Options(max_fusion_size=size))
     assert len(calls) == 1
@@ -238,3 +236,25 @@ def test_loop_transformations_are_searched_only_for_pairs_taken_off_the_queue(
     stage = optimize(g, Options(), verify_each=True)
     assert len(searches) <= 0.6 * len(g.nodes) * len(plans), (len(searches), len(plans))
     assert _stranded(g, Options(), stage) == []
+
+
+def test_a_pair_no_transformation_cures_is_not_searched_again_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed search is remembered by both groups' version stamps: the next phase's sweep does
+    not queue the pair for a search again until one of its groups changes."""
+    from fuseopt.passes.loop_order import LoopOrder
+
+    g = load_text(json.dumps(make_graph(200, 0, 8, 16)), "g.json")
+    failed: list[tuple[int, int, int, int]] = []
+    real = LoopOrder.propose
+
+    def propose(self: LoopOrder, state: Any, g1: Any, g2: Any, opts: Options) -> Any:
+        found = real(self, state, g1, g2, opts)
+        if found is None:
+            lo, hi = sorted((g1.gid, g2.gid))
+            failed.append((id(state), lo, state.version[lo], hi, state.version[hi]))
+        return found
+
+    monkeypatch.setattr(LoopOrder, "propose", propose)
+    optimize(g, Options())
+    assert failed  # the graph has pairs no transformation cures
+    assert len(failed) == len(set(failed))

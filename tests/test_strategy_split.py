@@ -6,26 +6,13 @@ import dataclasses
 
 import pytest
 
-from fuseopt.codegen.choice import choose
 from fuseopt.codegen.options import CodegenOptions
-from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import SplitFinish, SplitPartial, split
 from fuseopt.codegen.tile_shapes import finish_tiling
-from fuseopt.codegen.tiling import Tiling
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import optimize
-from fuseopt.plan import Plan
 from tests.strategies import check, graph
-from tests.strategy_graphs import launches, strategies, tilings
-
-
-def tilings_of(g: Graph, plan: Plan, opts: CodegenOptions) -> list[Tiling]:
-    schedule = build_schedule(g, plan)
-    return [
-        choose(g, la, opts)[0]
-        for la in schedule.launches
-        if isinstance(la, ComputeLaunch) and la.stores
-    ]
+from tests.strategy_graphs import launches, strategies, tilings, tilings_of
 
 
 def test_split_taken_and_finished() -> None:
@@ -61,17 +48,19 @@ def _partial(src: str) -> str:
 _SPLIT = CodegenOptions(persistent_rnumel=0, max_r0_block=8, unroll_rnumel=0, split_programs=64)
 
 
-def _column_reduction(cols: int, length: int, reduction: str, dtype: str) -> Graph:
-    """`cols` reductions of `length` points each, the data contiguous along x (a column sum)."""
+def _reduction(xs: int, length: int, along_x: bool, reduction: str = "sum", dtype: str = "float32") -> Graph:
+    """`xs` reductions of `length` points each, the data contiguous along x (a column sum) or
+    along r (a row sum)."""
+    shape, index = ([length, xs], f"{xs}*r + i") if along_x else ([xs, length], f"{length}*i + r")
     return graph(
         f"""
 format: fuseopt-graph/1
-name: columns
+name: reductions
 buffers:
-  x: {{shape: [{length}, {cols}], dtype: {dtype}, role: input}}
-  out: {{shape: [{cols}], dtype: float32, role: output}}
+  x: {{shape: {shape}, dtype: {dtype}, role: input}}
+  out: {{shape: [{xs}], dtype: float32, role: output}}
 nodes:
-  - {{name: n0, loops: [[i, {cols}]], reduce: [[r, {length}]], store: "out[i]", value: "{reduction}(cast(x[{cols}*r + i], float32))"}}
+  - {{name: n0, loops: [[i, {xs}]], reduce: [[r, {length}]], store: "out[i]", value: "{reduction}(cast(x[{index}], float32))"}}
 """
     )
 
@@ -93,7 +82,7 @@ def test_chunks_that_do_not_divide_r_end_at_its_end(
     allowed chunk count divides: chunks of whole blocks, the last one ending at r's end (a
     `tl.minimum` bound, and the r mask where the blocks do not divide r); checked against the
     reference interpreter."""
-    g = _column_reduction(cols, length, reduction, dtype)
+    g = _reduction(cols, length, True, reduction, dtype)
     opts = dataclasses.replace(_SPLIT, split_min_r_blocks=min_blocks)
     plan = optimize(g).plan
     (t,) = tilings_of(g, plan, opts)
@@ -108,17 +97,7 @@ def test_chunks_that_do_not_divide_r_end_at_its_end(
 def test_rows_contiguous_along_r_split_only_into_equal_chunks() -> None:
     """The same reduction over rows contiguous along r: no uneven chunks (the split's wide x tile
     would read misaligned rows), so it stays one looped kernel."""
-    g = graph(
-        """
-format: fuseopt-graph/1
-name: rows
-buffers:
-  x: {shape: [3, 103], dtype: float32, role: input}
-  out: {shape: [3], dtype: float32, role: output}
-nodes:
-  - {name: n0, loops: [[i, 3]], reduce: [[r, 103]], store: "out[i]", value: "sum(x[103*i + r])"}
-"""
-    )
+    g = _reduction(3, 103, False)
     opts = dataclasses.replace(_SPLIT, split_min_r_blocks=1)
     plan = optimize(g).plan
     (t,) = tilings_of(g, plan, opts)
@@ -128,17 +107,7 @@ nodes:
 
 def test_chunks_that_divide_r_keep_an_unmasked_loop() -> None:
     """Blocks that divide r into equal chunks: the loop ends at its chunk's end, no bound, no mask."""
-    g = graph(
-        """
-format: fuseopt-graph/1
-name: whole_chunks
-buffers:
-  x: {shape: [3, 96], dtype: float32, role: input}
-  out: {shape: [3], dtype: float32, role: output}
-nodes:
-  - {name: n0, loops: [[i, 3]], reduce: [[r, 96]], store: "out[i]", value: "sum(x[96*i + r])"}
-"""
-    )
+    g = _reduction(3, 96, False)
     opts = dataclasses.replace(_SPLIT, split_min_r_blocks=1)
     plan = optimize(g).plan
     (t,) = tilings_of(g, plan, opts)
