@@ -147,3 +147,26 @@ def test_overlapping_register_windows_on_gpu(window: tuple[int, int]) -> None:
     src = emit_module(g, _unfused(g), options=CodegenOptions(window_shape=window))
     assert f"register window, {window[0]} x {window[1]} cells" in src and "overlapping" in src
     compare_with_reference(g, _unfused(g), source=src)
+
+
+LIBDEVICE_MATH = """
+format: fuseopt-graph/1
+name: libdevice_math_{dtype}
+buffers:
+  x: {{shape: [1000, 777], dtype: {dtype}, role: input}}
+  y: {{shape: [1000, 777], dtype: {dtype}, role: output}}
+nodes:
+  - {{name: n, loops: [[i, 1000], [j, 777]], store: "y[777*i + j]",
+      value: "tanh(x[777*i + j] * 3) + expm1(x[777*i + j] * 0.1) + log1p(abs(x[777*i + j])) + tan(x[777*i + j] * 0.5)"}}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_libdevice_helpers_on_gpu(dtype: str) -> None:
+    """tanh, expm1, log1p and tan take libdevice's branch in a compiled kernel (the CPU tests run
+    the portable one), checked against the reference in each float dtype."""
+    from fuseopt.io.load import load_text
+    from fuseopt.passes.pipeline import optimize
+
+    st = optimize(load_text(LIBDEVICE_MATH.format(dtype=dtype), "libdevice_math.yaml"))
+    compare_with_reference(st.graph, st.plan)

@@ -19,7 +19,7 @@ from fuseopt.codegen.emitter import (
     literal_text,
     paren,
 )
-from fuseopt.codegen.indexing import Digit, digit_of, normal_digit, unflatten
+from fuseopt.codegen.indexing import Digit, digit_of, merged_terms, normal_digit, unflatten
 from fuseopt.codegen.layout import LINE_LENGTH
 from fuseopt.codegen.rules import (
     INT_DIV_BY_LITERAL,
@@ -140,8 +140,8 @@ class ExpressionEmitter(EmitterCore):
         f = linear_form(e)
         const = f.const
         terms: list[tuple[int, Val]] = []
-        for atom, k in f.coeffs:
-            a = self.index_atom(atom, ctx, conds)
+        for atom, k in merged_terms(f.coeffs, ctx.digits, self.extents):
+            a = self.digit_val(atom) if isinstance(atom, Digit) else self.index_atom(atom, ctx, conds)
             if a.const is not None:
                 const += k * int(a.const)
             else:

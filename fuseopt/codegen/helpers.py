@@ -1,10 +1,11 @@
 """The `@triton.jit` helpers the rule tables call, emitted into a module only when its kernels use
 them (and what they call), in one fixed order so that modules are byte-identical run to run.
 
-Each is plain `tl` arithmetic that runs under TRITON_INTERPRET=1 (libdevice does not), accurate to a
-few ulp: NaN-propagating minimum and maximum, argmax/argmin combines, torch's integer division and
-remainder, log1p, expm1, tanh, pow, atan2, rounding, and the grid dependency control of split
-reductions.
+Each runs under TRITON_INTERPRET=1, where libdevice does not: NaN-propagating minimum and maximum,
+argmax/argmin combines, torch's integer division and remainder, log1p, expm1, tan, tanh, pow,
+atan2, rounding, and the grid dependency control of split reductions. log1p, expm1, tan and tanh
+call libdevice in a compiled kernel (fewer instructions: the portable tanh costs an exp, a log and
+two divisions) and plain `tl` arithmetic, accurate to a few ulp, under the interpreter.
 """
 
 from __future__ import annotations
@@ -17,6 +18,17 @@ from dataclasses import dataclass
 class Helper:
     source: str
     deps: tuple[str, ...] = ()
+    # Branches on INTERPRETED_PREAMBLE's `_INTERPRETED`: libdevice (or native conversion) in a
+    # compiled kernel, plain `tl` arithmetic under the interpreter, where libdevice does not run.
+    interpreted: bool = False
+
+
+# Emitted before the helpers when one of them branches on it (module_preamble).
+INTERPRETED_PREAMBLE = """\
+# TRITON_INTERPRET=1 (read when triton loads) runs kernels on the CPU, where libdevice does not
+# run: helpers then compute by hand what a compiled kernel takes from libdevice.
+_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+"""
 
 
 # Emitted (only when used) in this order, so modules are byte-identical run to run.
@@ -106,22 +118,19 @@ def _argmin_final(v, index):
     ),
     "_to_bf16": Helper(
         """\
-# Triton's interpreter (TRITON_INTERPRET=1, read when triton loads) rounds float32 -> bfloat16
-# wrongly (triton 3.9); compiled kernels convert natively (one cvt.rn instruction).
-_INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
-
-
 @triton.jit
 def _to_bf16(x):
     # float32 -> bfloat16, rounding to nearest even; NaN and inf preserved. By hand only under
-    # the interpreter: on a GPU the bit arithmetic cost ~12 integer ops an element.
+    # the interpreter (triton 3.9's rounds wrongly): on a GPU the bit arithmetic would cost ~12
+    # integer ops an element where a compiled kernel converts with one cvt.rn instruction.
     if _INTERPRETED:
         bits = x.to(tl.uint32, bitcast=True)
         bits = bits + (0x7FFF + ((bits >> 16) & 1))
         return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
     else:
         return x.to(tl.bfloat16)
-"""
+""",
+        interpreted=True,
     ),
     "_floordiv_int": Helper(
         """\
@@ -258,40 +267,54 @@ def _round(x):
         """\
 @triton.jit
 def _log1p(x):
-    # Kahan's log1p: exact-ish for tiny x without libdevice.
-    u = 1.0 + x
-    y = tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
-    return tl.where(u == float("inf"), u, y)
-"""
+    if _INTERPRETED:  # Kahan's log1p: exact-ish for tiny x.
+        u = 1.0 + x
+        y = tl.where(u == 1.0, x, tl.log(u) * (x / (u - 1.0)))
+        return tl.where(u == float("inf"), u, y)
+    else:
+        return libdevice.log1p(x)
+""",
+        interpreted=True,
     ),
     "_expm1": Helper(
         """\
 @triton.jit
 def _expm1(x):
-    # Kahan's expm1: (u - 1) * x / log(u) cancels the rounding error of exp.
-    u = tl.exp(x)
-    y = (u - 1.0) * (x / tl.log(u))
-    y = tl.where(u == 1.0, x, y)
-    y = tl.where(u - 1.0 == -1.0, -1.0, y)
-    return tl.where(u == float("inf"), u, y)
-"""
+    if _INTERPRETED:  # Kahan's expm1: (u - 1) * x / log(u) cancels the rounding error of exp.
+        u = tl.exp(x)
+        y = (u - 1.0) * (x / tl.log(u))
+        y = tl.where(u == 1.0, x, y)
+        y = tl.where(u - 1.0 == -1.0, -1.0, y)
+        return tl.where(u == float("inf"), u, y)
+    else:
+        return libdevice.expm1(x)
+""",
+        interpreted=True,
     ),
     "_tan": Helper(
         """\
 @triton.jit
 def _tan(x):
-    return tl.sin(x) / tl.cos(x)
-"""
+    if _INTERPRETED:
+        return tl.sin(x) / tl.cos(x)
+    else:
+        return libdevice.tan(x)
+""",
+        interpreted=True,
     ),
     "_tanh": Helper(
         """\
 @triton.jit
 def _tanh(x):
-    e = _expm1(-2.0 * tl.abs(x))
-    t = -e / (2.0 + e)
-    return tl.where(x < 0, -t, t)
+    if _INTERPRETED:
+        e = _expm1(-2.0 * tl.abs(x))
+        t = -e / (2.0 + e)
+        return tl.where(x < 0, -t, t)
+    else:
+        return libdevice.tanh(x)
 """,
         ("_expm1",),
+        interpreted=True,
     ),
     "_pow": Helper(
         """\

@@ -147,10 +147,26 @@ def unique_configs(default: LaunchConfig, cands: list[LaunchConfig]) -> tuple[La
 
 
 def configs_1d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
+    """XBLOCK up to `max_xblock` on one warp per `pointwise_points_per_warp` points, with fewer
+    points a thread (halved, down to one) while a thread would hold more than
+    `pointwise_loads_in_flight` loads (points x distinct loads a point: each holds a value, an
+    address and a predicate in registers, so occupancy falls) or the launch would keep fewer
+    than `pointwise_warps_per_multiprocessor` warps a multiprocessor (too few to hide latency)."""
     t = o.tuning
-    cap = next_power_of_2(launch.axes[0].numel)
+    numel = launch.axes[0].numel
+    cap = next_power_of_2(numel)
     xb = min(cap, t.max_xblock)
-    default = LaunchConfig((("XBLOCK", xb),), _warps(xb, t.pointwise_points_per_warp, t.pointwise_max_warps))
+    warps = _warps(xb, t.pointwise_points_per_warp, t.pointwise_max_warps)
+    threads = warps * o.gpu.warp_size
+    per_thread, loads = xb // threads, tile_loads(launch)
+    fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
+    while per_thread > 1 and (
+        per_thread * loads > t.pointwise_loads_in_flight or cdiv(numel, per_thread * threads) * warps < fill
+    ):
+        per_thread //= 2
+    if per_thread:  # else a tile smaller than its threads (a tiny launch): as it is
+        xb = per_thread * threads
+    default = LaunchConfig((("XBLOCK", xb),), warps)
     cands = [
         LaunchConfig((("XBLOCK", min(cap, b)),), _warps(min(cap, b), t.pointwise_points_per_warp, w))
         for b, w in ((256, 2), (512, 4), (2048, 8))
@@ -453,3 +469,14 @@ def _tile_accesses(launch: ComputeLaunch) -> int:
             n += len({(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced})
             n += int(p.role == "inner" and p.node.output in launch.stores)
     return max(1, n)
+
+
+def tile_loads(launch: ComputeLaunch) -> int:
+    """Distinct global loads a point of a pointwise tile (reads of buffers the kernel produces
+    are fused, not loaded), at least one."""
+    produced = launch.producer()
+    reads = [
+        {(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced}
+        for p in launch.placements
+    ]
+    return max(1, sum(len(r) for r in reads))

@@ -16,7 +16,7 @@ from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
 from fuseopt.codegen.choice import choose
 from fuseopt.codegen.common import TORCH_DTYPE
 from fuseopt.codegen.emitter import EmittedKernel, kernel_name
-from fuseopt.codegen.helpers import HELPERS, helper_closure, helpers_used
+from fuseopt.codegen.helpers import HELPERS, INTERPRETED_PREAMBLE, helper_closure, helpers_used
 from fuseopt.codegen.kernel import KernelEmitter
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import library_rule
@@ -188,8 +188,11 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
     helpers = helper_closure([h for k in kernels for h in helpers_used(k.source)])
     parts: list[str] = [_docstring(graph, plan, kernels, options)]
     imports = "import torch\nimport triton\nimport triton.language as tl\n"
-    if "_to_bf16" in helpers:  # reads TRITON_INTERPRET
+    interpreted = any(HELPERS[h].interpreted for h in helpers)
+    if interpreted:  # reads TRITON_INTERPRET
         imports = "import os\n\n" + imports
+    if any("libdevice." in HELPERS[h].source for h in helpers):
+        imports += "from triton.language.extra import libdevice\n"
     parts.append(imports)
     parts.append(
         "# fuseopt.runtime sets POISON for checked runs: fresh buffers then start as NaN (or the\n"
@@ -202,6 +205,8 @@ def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
             parts.append(_CLUSTER_PRUNE)
     if any(isinstance(k.tiling.strategy, SplitPartial | SplitFinish) for k in kernels):
         parts.append(_PDL)
+    if interpreted:
+        parts.append(INTERPRETED_PREAMBLE)
     parts.extend(HELPERS[h].source for h in helpers)
     parts.extend(k.source for k in kernels)
     parts.append(_RUNTIME)

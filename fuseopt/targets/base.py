@@ -34,6 +34,12 @@ class Tuning:
     # -- pointwise tiles
     pointwise_points_per_warp: int = _doc("a 1D pointwise tile: one warp per this many points")
     pointwise_max_warps: int = _doc("most warps of a pointwise program (1D and transposed 2D)")
+    pointwise_loads_in_flight: int = _doc(
+        "most loads a thread of a 1D pointwise tile holds (points a thread x distinct loads a point)"
+    )
+    pointwise_warps_per_multiprocessor: int = _doc(
+        "fewest warps a multiprocessor a 1D pointwise launch keeps (fewer points a thread until it does)"
+    )
     transpose_yblock: int = _doc("a transposed pointwise 2D tile's YBLOCK (rows)")
     transpose_xblock: int = _doc("a transposed pointwise 2D tile's XBLOCK (a row's points)")
     transpose_points_per_warp: int = _doc("a transposed 2D tile: one warp per this many points")

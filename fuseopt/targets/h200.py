@@ -15,6 +15,7 @@ from fuseopt.targets.base import Target, tuned
 RUNS = "benchmarks/results/2026-11-30-h200.json"
 RULES = "benchmarks/results/rules-2026-12-02-h200.json"  # suite workloads, GPU time, one constant changed at a time
 LOOPED = "benchmarks/results/rules-2026-12-02-looped-h200.json"  # looped reductions of few rows, GPU time
+POINTWISE = "benchmarks/results/rules-2026-12-02-pointwise-h200.json"  # 1D pointwise tiles, GPU time
 HISTORY = "benchmarks/results/README.md (history)"
 
 TUNING, PROVENANCE = tuned(
@@ -50,6 +51,16 @@ TUNING, PROVENANCE = tuned(
         4,
         "4 warps for pointwise tiles: apbt's 2D tile at 96.9% of copy; other tiles within noise (explore round 8)",
         HISTORY,
+    ),
+    pointwise_loads_in_flight=(
+        32,
+        "3x3 pooling (9 loads a point) on 2 points a thread: avg_s1_f32 30.2 -> 24.1 us, avg_s2_f16 47.2 -> 33.2",
+        POINTWISE,
+    ),
+    pointwise_warps_per_multiprocessor=(
+        16,
+        "chain_f32_odd's 258,741 points on 2 points a thread, 30 warps a multiprocessor: 6.18 -> 5.41 us",
+        POINTWISE,
     ),
     transpose_yblock=(
         64,
