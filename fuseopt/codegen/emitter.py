@@ -186,6 +186,7 @@ class EmitterCore:
         self.cells_ypid: Val | None = None
         self.cells_yrow: Val | None = None
         self.streams = False  # loads marked evict_first (set by body: see streaming)
+        self.reread: set[str] = set()  # buffers a later r loop of the kernel reads again
         self.narrow: dict[str, Val] = {}  # float32 temporary -> the float16/bfloat16 value it widens
         self.zero_masked: dict[str, frozenset[str]] = {}  # load (widened or not) -> its mask terms
         self.extents = {axes_base((a.name,)): a.numel for a in self.launch.axes}

@@ -249,6 +249,10 @@ class ExpressionEmitter(EmitterCore):
         if isinstance(self.strategy, Tile2D):
             # A transposed 2D tile: Inductor's choice for these loads, and faster on apbt (commit 0c70975).
             args += ', eviction_policy="evict_last"'
+        elif self.loop is not None and ld.buffer in self.reread:
+            # A later r loop reads the row again: keep it in the L2 (Inductor's choice for the
+            # first pass of a looped softmax).
+            args += ', eviction_policy="evict_last"'
         elif self.streams and all(a in idx.axes for a in self.dims):
             # Data read once, a distinct element at every point of the tile, by a reduction that
             # writes only its results: the first lines the L2 replaces, so that what it holds

@@ -180,6 +180,8 @@ class KernelEmitter(RegisterWindowEmitter):
         phase, post = self.phases()
         for k in range(max(phase.values(), default=-1) + 1):
             inside = [p for p in ps if phase.get(p.node.name) == k]
+            later = (p for p in ps if phase.get(p.node.name, -1) > k)
+            self.reread = {b for p in later for b in p.node.read_buffers() if b not in self.produced}
             if inside:
                 self.open_loop()
                 for p in inside:

@@ -12,6 +12,7 @@ from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError
 from fuseopt.codegen.emitter import literal_text
 from fuseopt.codegen.expressions import ExpressionEmitter
+from fuseopt.codegen.online_softmax import online_operand
 from fuseopt.codegen.rules import reduction_rule
 from fuseopt.codegen.schedule import Placement
 from fuseopt.codegen.strategies import LoopedRow, SplitFinish, SplitPartial
@@ -60,6 +61,12 @@ class ReductionEmitter(ExpressionEmitter):
             )
         if isinstance(self.strategy, SplitFinish):
             finish(self.combine_partials(p, acc, final))
+            return
+        if p.node.name in self.online:
+            self.online_sum(p, self.online[p.node.name][0], acc, whole)
+            return
+        if p.node.name in self.online_max:  # its online sum's running maximum gives it
+            self.online_max[p.node.name] = whole
             return
         v = self.value(red.x, self.ctxs[p.node.name], ())
         if red.op == "any":
@@ -125,6 +132,53 @@ class ReductionEmitter(ExpressionEmitter):
 
         def fin() -> None:
             finish(self.emit(f"{final.format(v=name)}[:, None]", [accv], acc, axes=("x",)))
+
+        self.pending.append(fin)
+
+    @functools.cached_property
+    def online(self) -> dict[str, tuple[Expr, str]]:
+        """Looped sums of `exp(F - max(F))` computed online, in the max's loop (`online_softmax`):
+        each sum's F and its max's node."""
+        if not isinstance(self.strategy, LoopedRow):
+            return {}
+        found = ((p.node.name, online_operand(p, self.produced)) for p in self.launch.placements)
+        return {name: op for name, op in found if op is not None}
+
+    @functools.cached_property
+    def online_max(self) -> dict[str, Callable[[Val], None] | None]:
+        """The max nodes whose result the first online sum over them gives (from its running
+        maximum, one accumulator for both): their finishing step, once the max is reached."""
+        out: dict[str, Callable[[Val], None] | None] = {}
+        for _, mx in self.online.values():
+            out.setdefault(mx, None)
+        return out
+
+    def online_sum(self, p: Placement, f: Expr, acc: DType, finish: Callable[[Val], None]) -> None:
+        """`sum(exp(F - max(F)))` in one pass: the row's running maximum (a block's maximum a
+        step), and lane sums kept relative to it, rescaled once a row when it rises."""
+        v = self.materialize(self.coerce(self.value(f, self.ctxs[p.node.name], ()), acc), acc)
+        s, mx = self.fresh("_acc"), self.fresh("_acc")
+        dt = TL_DTYPE[acc]
+        self.define(f"{s} = tl.full([XBLOCK, R0_BLOCK], 0.0, {dt})", s, [])
+        self.define(f'{mx} = tl.full([XBLOCK, 1], float("-inf"), {dt})', mx, [])
+        sv, mv = Val(s, acc, ("x", "r0_"), 0, (s,)), Val(mx, acc, ("x",), 0, (mx,))
+        r0 = self.mask_val.get("r0_")
+        vm = v if r0 is None else self.emit(f'tl.where(r0_mask, {v.text}, float("-inf"))', [v, r0], acc)
+        top = self.emit(f"tl.reduce({vm.text}, 1, _max_propagate)[:, None]", [vm], acc, axes=("x",))
+        new = self.emit(f"_maximum({mx}, {top.text})", [mv, top], acc, axes=("x",))
+        scale = self.emit(f"tl.where({mx} == {new.text}, 1.0, tl.exp({mx} - {new.text}))", [mv, new], acc)
+        term = self.emit(f'tl.where({new.text} == float("-inf"), 0.0, tl.exp({v.text} - {new.text}))', [new, v], acc)
+        if r0 is not None:
+            term = self.emit(f"tl.where(r0_mask, {term.text}, 0.0)", [term, r0], acc)
+        self.effect(f"{s} = {s} * {scale.text} + {term.text}", [sv, scale, term], 1)
+        self.effect(f"{mx} = {new.text}", [mv, new], 1)
+        of = self.online[p.node.name][1]
+        gives, self.online_max[of] = self.online_max[of], None  # the first sum over the max gives it
+
+        def fin() -> None:
+            if gives is not None:
+                gives(mv)
+            finish(self.emit(f"tl.sum({s}, 1)[:, None]", [sv], acc, axes=("x",)))
 
         self.pending.append(fin)
 
@@ -245,7 +299,10 @@ class ReductionEmitter(ExpressionEmitter):
                 post[p.node.name] = k
             else:
                 k = 0
+                online = self.online.get(p.node.name)
                 for d in deps:
+                    if online is not None and d.node.name == online[1]:
+                        continue  # an online sum keeps its own maximum: the max's loop
                     if d.role == "reduction":
                         k = max(k, phase[d.node.name] + 1)
                     elif d.role == "epilogue":

@@ -1,0 +1,138 @@
+"""`codegen.online_softmax`: `sum(exp(F - max(F)))` of a looped kernel in the max's r loop, checked
+against the reference interpreter (TRITON_INTERPRET=1) on random rows and rows with -inf, +inf
+and NaN, in three float dtypes; and the kernels it must leave alone."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fuseopt.codegen import CodegenOptions, emit_module
+from fuseopt.codegen.online_softmax import online_operand
+from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
+from fuseopt.interp import make_inputs, run_graph
+from fuseopt.io.load import load_text
+from fuseopt.passes.pipeline import optimize
+from fuseopt.runtime.compare import check_outputs
+from fuseopt.runtime.module import run_module
+
+# R0_BLOCK 16 and no split: rows of 37 take a looped kernel, three blocks, the last masked.
+LOOPED = CodegenOptions(persistent_rnumel=0, max_r0_block=16, unroll_rnumel=0, split_programs=0)
+
+SOFTMAX = """
+format: fuseopt-graph/1
+name: softmax_rows
+buffers:
+  x: {{shape: [{rows}, {cols}], dtype: {dtype}, role: input}}
+  m: {{shape: [{rows}], dtype: float32, role: {m_role}}}
+  s: {{shape: [{rows}], dtype: float32}}
+  y: {{shape: [{rows}, {cols}], dtype: float32, role: output}}
+nodes:
+  - {{name: mx, loops: [[i, {rows}]], reduce: [[r, {cols}]], store: "m[i]", value: "max({f})"}}
+  - {{name: se, loops: [[i, {rows}]], reduce: [[k, {cols}]], store: "s[i]", value: "sum(exp({g} - m[i]))"}}
+  - {{name: o, loops: [[i, {rows}], [j, {cols}]], store: "y[{cols}*i + j]", value: "{h} - m[i] - log(s[i])"}}
+"""
+
+
+def _graph(
+    dtype: str = "float32", rows: int = 6, cols: int = 37, *, g: str | None = None, m_role: str = "output"
+):
+    f = f"x[{cols}*i + r] * 2"
+    text = SOFTMAX.format(
+        rows=rows,
+        cols=cols,
+        dtype=dtype,
+        m_role=m_role,
+        f=f,
+        g=g if g is not None else f"x[{cols}*i + k] * 2",
+        h=f"x[{cols}*i + j] * 2",
+    )
+    return load_text(text, "softmax_rows.yaml")
+
+
+def _source(graph, options: CodegenOptions = LOOPED) -> str:
+    stage = optimize(graph)
+    assert len(stage.plan.kernels) == 1
+    return emit_module(stage.graph, stage.plan, options=options)
+
+
+def _check(graph, src: str, inputs: dict[str, torch.Tensor]) -> None:
+    expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()})
+    got = run_module(src, {k: v.clone() for k, v in inputs.items()}, poison=True)
+    bad = [c.message() for c in check_outputs(graph, got, expected) if not c.ok]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_online_softmax_matches_the_reference(dtype: str) -> None:
+    graph = _graph(dtype)
+    src = _source(graph)
+    assert src.count("for r0_offset in range(") == 2  # max and sum in one loop, then the output
+    assert "tl.exp(_acc" in src  # the rescaled sum
+    _check(graph, src, make_inputs(graph, seed=3))
+
+
+def test_online_softmax_keeps_the_edges() -> None:
+    """Rows with -inf (a lane that sees only -inf adds nothing), one +inf (NaN, as the
+    reference's exp(inf - inf)), one NaN (NaN), all -inf (NaN) and one finite value among -inf."""
+    graph = _graph("float32")
+    src = _source(graph)
+    x = torch.randn(6, 37)
+    x[0, :20] = float("-inf")
+    x[1, 5] = float("inf")
+    x[2, 30] = float("nan")
+    x[3, :] = float("-inf")
+    x[4, :] = float("-inf")
+    x[4, 36] = 1.5  # in the last, masked block
+    x[5, 17:] = float("-inf")
+    _check(graph, src, {"x": x.reshape(-1)})
+
+
+def test_the_max_is_still_stored() -> None:
+    """The max's own output comes from the sum's running maximum."""
+    graph = _graph("float32", m_role="output")
+    src = _source(graph)
+    assert "tl.store(m_ptr" in src
+    _check(graph, src, make_inputs(graph, seed=1))
+
+
+def test_a_sum_over_another_operand_keeps_its_own_loop() -> None:
+    """sum(exp(3x - max(2x))): not the max's operand, so not online."""
+    graph = _graph("float32", g="x[37*i + k] * 3")
+    src = _source(graph)
+    assert src.count("for r0_offset in range(") == 3
+    stage = optimize(graph)
+    (launch,) = [
+        la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)
+    ]
+    produced = launch.producer()
+    assert all(online_operand(p, produced) is None for p in launch.placements)
+    _check(graph, src, make_inputs(graph, seed=2))
+
+
+def test_a_persistent_row_is_left_alone() -> None:
+    graph = _graph("float32")
+    src = _source(graph, CodegenOptions())
+    assert "for r0_offset" not in src and "_maximum(_acc" not in src
+    _check(graph, src, make_inputs(graph, seed=4))
+
+
+def test_two_sums_over_one_max_store_it_once() -> None:
+    """sum(exp(F - m)) twice (two outputs): each online, the max given by the first only."""
+    text = """
+format: fuseopt-graph/1
+name: two_sums
+buffers:
+  x: {shape: [5, 37], dtype: float32, role: input}
+  m: {shape: [5], dtype: float32, role: output}
+  s: {shape: [5], dtype: float32, role: output}
+  t: {shape: [5], dtype: float32, role: output}
+nodes:
+  - {name: mx, loops: [[i, 5]], reduce: [[r, 37]], store: "m[i]", value: "max(x[37*i + r])"}
+  - {name: s1, loops: [[i, 5]], reduce: [[r, 37]], store: "s[i]", value: "sum(exp(x[37*i + r] - m[i]))"}
+  - {name: s2, loops: [[i, 5]], reduce: [[k, 37]], store: "t[i]", value: "sum(exp(x[37*i + k] - m[i]))"}
+"""
+    graph = load_text(text, "two_sums.yaml")
+    src = _source(graph)
+    assert src.count("for r0_offset in range(") == 1 and src.count("tl.store(m_ptr") == 1
+    _check(graph, src, make_inputs(graph, seed=5))
