@@ -83,6 +83,17 @@ def check_window(graph: Graph, plan: Plan) -> None:
         check(graph, plan, WINDOW)
 
 
+# Every reduction looped (R0_BLOCK 2, no split), so that small graphs take the r loops, and
+# softmax-like sums the online form (codegen/online_softmax.py).
+LOOPED = CodegenOptions(persistent_rnumel=0, max_r0_block=2, unroll_rnumel=0, split_programs=0)
+
+
+def check_online(graph: Graph, plan: Plan) -> None:
+    """`check` with LOOPED options, where some kernel of the plan sums online."""
+    if 'tl.full([XBLOCK, 1], float("-inf")' in emit_module(graph, plan, options=LOOPED):
+        check(graph, plan, LOOPED)
+
+
 def check_split(graph: Graph, plan: Plan) -> None:
     """`check` with SPLIT options, where some reduction kernel of the plan does split."""
     if any(k.kind == "reduction" for k in plan.kernels) and "rsplit" in emit_module(
@@ -276,6 +287,10 @@ def graph_docs(draw: Any, max_nodes: int = 4) -> dict[str, Any]:
         dtype = draw(st.sampled_from(FLOATS + ("int32", "int64")))
         if draw(st.integers(0, 2)) == 0:
             nodes.append(_reduction(draw, gen, name, dtype, docs))
+            if nodes[-1]["value"].startswith("max(") and dtype in FLOATS and draw(st.booleans()):
+                written.append(name)  # a softmax's sum over the max: codegen's online form
+                name = f"buf{k}s"
+                nodes.append(_softmax_sum(gen, nodes[-1], name, docs))
         else:
             order = draw(st.permutations(list(range(rank))))
             loops = {d: f"i{d}" for d in range(rank)}
@@ -299,14 +314,15 @@ def graph_docs(draw: Any, max_nodes: int = 4) -> dict[str, Any]:
 
 
 def _reduction(
-    draw: Any, gen: _Gen, name: str, dtype: str, docs: dict[str, dict[str, Any]]
+    draw: Any, gen: _Gen, name: str, dtype: str, docs: dict[str, dict[str, Any]], op: str | None = None
 ) -> dict[str, Any]:
     rank = len(gen.shape)
     reduced = sorted(draw(st.sets(st.integers(0, rank - 1), min_size=1, max_size=rank)))
     kept = [d for d in range(rank) if d not in reduced]
     coord = {d: (f"i{d}" if d in kept else f"r{d}") for d in range(rank)}
     loops = {d: f"i{d}" for d in kept}
-    op = draw(st.sampled_from(("sum", "sum", "max", "min", "argmax", "argmin", "prod", "any")))
+    if op is None:
+        op = draw(st.sampled_from(("sum", "sum", "max", "min", "argmax", "argmin", "prod", "any")))
     body = gen.value(2, coord, {d: coord[d] for d in range(rank)})
     if op == "prod":
         body = f"(1 + sigmoid({body}) / 4)"  # bounded factors: products stay well conditioned
@@ -325,6 +341,41 @@ def _reduction(
         "store": f"{name}[{out.index(loops)}]",
         "value": f"{op}({body})",
     }
+
+
+def _softmax_sum(gen: _Gen, mx: dict[str, Any], name: str, docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`sum(exp(F - m))` over the loops of the reduction `m = max(F)` (node `mx`)."""
+    m = gen.bufs[-1]
+    loops = {int(v[1:]): v for v, _ in mx["loops"]}
+    out = gen.new_buffer(name, m.dims, "float32")
+    gen.bufs.append(out)
+    docs[name] = _buffer_doc(out, gen.shape, "intermediate")
+    return {
+        "name": f"n{name[3:]}",
+        "loops": mx["loops"],
+        "reduce": mx["reduce"],
+        "store": f"{name}[{out.index(loops)}]",
+        "value": f"sum(exp({mx['value'][4:-1]} - {m.load(loops)}))",
+    }
+
+
+@st.composite
+def softmax_docs(draw: Any) -> dict[str, Any]:
+    """A random `m = max(F)` and `s = sum(exp(F - m))` over random dims of a random float input
+    (and a second input F may read), both outputs: the pattern of codegen's online form."""
+    rank = draw(st.integers(1, 3))
+    shape = [draw(st.integers(1, 6)) for _ in range(rank)]
+    gen = _Gen(draw, shape)
+    docs: dict[str, dict[str, Any]] = {}
+    for i in range(draw(st.integers(1, 2))):
+        b = gen.new_buffer(f"in{i}", list(range(rank)), draw(st.sampled_from(FLOATS)))
+        gen.bufs.append(b)
+        docs[b.name] = _buffer_doc(b, shape, "input")
+    dtype = draw(st.sampled_from(FLOATS))
+    mx = _reduction(draw, gen, "buf0", dtype, docs, op="max")
+    sm = _softmax_sum(gen, mx, "buf1", docs)
+    docs["buf0"]["role"] = docs["buf1"]["role"] = "output"
+    return {"format": "fuseopt-graph/1", "name": "softmax", "buffers": docs, "nodes": [mx, sm]}
 
 
 def doc_graph(doc: dict[str, Any]) -> Graph:

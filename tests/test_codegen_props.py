@@ -20,7 +20,15 @@ from hypothesis import HealthCheck, given, settings
 
 from fuseopt.io.load import load_graph
 from fuseopt.passes.pipeline import optimize
-from tests.strategies import check, check_split, check_window, doc_graph, graph_docs, unfused_plan
+from tests.strategies import (
+    check,
+    check_online,
+    check_split,
+    check_window,
+    doc_graph,
+    graph_docs,
+    unfused_plan,
+)
 from tests.sweeps import examples
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
@@ -68,6 +76,7 @@ def test_random_graphs_planner_fused(doc: dict[str, object]) -> None:
         check(stage.graph, stage.plan)
         check_split(stage.graph, stage.plan)
         check_window(stage.graph, stage.plan)
+        check_online(stage.graph, stage.plan)
 
     _keep_on_failure("planner-fused", doc, run)
 

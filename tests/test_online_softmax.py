@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
 
 from fuseopt.codegen import CodegenOptions, emit_module
 from fuseopt.codegen.online_softmax import online_operand
@@ -15,6 +16,9 @@ from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.compare import check_outputs
 from fuseopt.runtime.module import run_module
+from tests.strategies import LOOPED as SMALL_LOOPED
+from tests.strategies import check, doc_graph, softmax_docs
+from tests.sweeps import examples
 
 # R0_BLOCK 16 and no split: rows of 37 take a looped kernel, three blocks, the last masked.
 LOOPED = CodegenOptions(persistent_rnumel=0, max_r0_block=16, unroll_rnumel=0, split_programs=0)
@@ -136,3 +140,44 @@ nodes:
     src = _source(graph)
     assert src.count("for r0_offset in range(") == 1 and src.count("tl.store(m_ptr") == 1
     _check(graph, src, make_inputs(graph, seed=5))
+
+
+FUSED = """
+format: fuseopt-graph/1
+name: softmax_bias
+buffers:
+  x: {shape: [7, 45], dtype: bfloat16, role: input}
+  b: {shape: [45], dtype: bfloat16, role: input}
+  z: {shape: [7, 45], dtype: float32}
+  m: {shape: [7], dtype: float32}
+  s: {shape: [7], dtype: float32}
+  y: {shape: [7, 45], dtype: float32, role: output}
+nodes:
+  - {name: zb, loops: [[i, 7], [j, 45]], store: "z[45*i + j]", value: "cast(x[45*i + j], float32) + cast(b[j], float32)"}
+  - {name: mx, loops: [[i, 7]], reduce: [[r, 45]], store: "m[i]", value: "max(z[45*i + r])"}
+  - {name: se, loops: [[i, 7]], reduce: [[r, 45]], store: "s[i]", value: "sum(exp(z[45*i + r] - m[i]))"}
+  - {name: o, loops: [[i, 7], [j, 45]], store: "y[45*i + j]", value: "exp(z[45*i + j] - m[i]) / s[i]"}
+"""
+
+
+@pytest.mark.parametrize("xblock, r0_block", [(1, 8), (4, 16), (8, 4)])
+def test_online_softmax_over_a_fused_value_with_masked_rows(xblock: int, r0_block: int) -> None:
+    """F is a pointwise node fused into the loop (bf16 input plus a bias); 7 rows in tiles of
+    4 or 8 leave masked rows, 45 points in blocks of 4 to 16 a masked last block."""
+    graph = load_text(FUSED, "softmax_bias.yaml")
+    options = CodegenOptions(
+        persistent_rnumel=0, max_xblock=xblock, max_r0_block=r0_block, unroll_rnumel=0, split_programs=0
+    )
+    src = _source(graph, options)
+    assert src.count("for r0_offset in range(") == 2, src
+    _check(graph, src, make_inputs(graph, seed=6))
+
+
+@settings(max_examples=examples(200, quick=8), deadline=None, suppress_health_check=list(HealthCheck))
+@given(softmax_docs())
+def test_random_softmax_graphs_match_the_reference_looped(doc: dict[str, object]) -> None:
+    """Random max / sum(exp(F - max)) pairs (random F, dims, dtypes, layouts), planned and looped:
+    the online form (where it applies) against the reference."""
+    graph = doc_graph(doc)
+    stage = optimize(graph)
+    check(stage.graph, stage.plan, SMALL_LOOPED)

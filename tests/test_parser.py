@@ -653,3 +653,23 @@ def test_deep_trees_print_to_text_that_parses() -> None:
         assert P(to_text(e)) == e
         with pytest.raises(ExprError, match="nests deeper than 64 levels: its tree is 65 levels deep"):
             P(to_text(wrap(e)))
+
+
+def test_text_nested_to_the_limit_parses_from_a_deep_stack() -> None:
+    """The parser recurses once or more a level of nesting: called with most of the recursion
+    limit already in use, it still parses text nested MAX_NESTING - 1 deep (and the limit is as
+    it was after)."""
+    import sys
+
+    text = "(" * (MAX_NESTING - 1) + "a" + ")" * (MAX_NESTING - 1)
+    limit = sys.getrecursionlimit()
+
+    def deep(n: int) -> Expr:
+        return P(text) if n == 0 else deep(n - 1)
+
+    frames = 0
+    f = sys._getframe()
+    while f is not None:
+        f, frames = f.f_back, frames + 1
+    assert deep(limit - frames - 50) == P(text)
+    assert sys.getrecursionlimit() == limit

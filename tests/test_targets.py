@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from fuseopt.cli.main import _register, cli
 from fuseopt.codegen import CodegenOptions, emit_module
-from fuseopt.codegen.options import _TUNING_OVERRIDES
+from fuseopt.codegen.options import TUNING_OVERRIDES
 from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.targets import A100, DEFAULT, H100, H200, Target, Tuning, detect, from_properties, get, names
@@ -161,7 +161,7 @@ def test_importing_targets_imports_neither_torch_nor_the_code_generator() -> Non
 
 def test_options_apply_overrides_to_the_target() -> None:
     assert CodegenOptions().gpu is H200
-    assert set(_TUNING_OVERRIDES) <= {f.name for f in dataclasses.fields(Tuning)}
+    assert set(TUNING_OVERRIDES) <= {f.name for f in dataclasses.fields(Tuning)}
     o = CodegenOptions(target=A100, max_xblock=8, multiprocessors=64)
     assert (o.tuning.max_xblock, o.gpu.multiprocessors, o.gpu.max_cluster_size) == (8, 64, 1)
     assert o.tuning.max_yblock == A100.tuning.max_yblock  # the rest is the target's

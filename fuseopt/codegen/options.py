@@ -12,7 +12,7 @@ from fuseopt.targets.base import Target, Tuning
 
 # Overrides of the target's tuned constants that CodegenOptions takes (tests shrink the blocks so
 # that tiny shapes still take every path; `fuseopt.targets.base.Tuning` says what each means).
-_TUNING_OVERRIDES = (
+TUNING_OVERRIDES = (
     "persistent_rnumel",
     "max_xblock",
     "max_yblock",
@@ -66,7 +66,7 @@ class CodegenOptions:
 
     def __post_init__(self) -> None:
         gpu = self.target
-        given = {name: getattr(self, name) for name in _TUNING_OVERRIDES if getattr(self, name) is not None}
+        given = {name: getattr(self, name) for name in TUNING_OVERRIDES if getattr(self, name) is not None}
         if self.max_r0_block is not None:  # no R0_BLOCK above it, a widened looped one included
             given["looped_max_r0_block"] = min(self.max_r0_block, gpu.tuning.looped_max_r0_block)
         if given:

@@ -19,9 +19,11 @@ never holds much memory). Within texts, an index repeated at the same offset (`b
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import FrameType
 
 from fuseopt.errors import ExprError, Span
 from fuseopt.ir.dtypes import DTYPE_NAMES, DType
@@ -512,13 +514,39 @@ def _parse_cached(text: str) -> Expr:
     return _Parser(text).parse()
 
 
+# Python frames one level of nesting takes in the parser (expr -> prefix -> primary -> expr, with
+# a prefix operator's own frame), for the stack headroom of deeply nested text.
+_FRAMES_PER_LEVEL = 5
+_SHALLOW = 24  # texts with fewer opening symbols than this cannot nest deep enough to need it
+
+
 def parse_expr_text(text: str) -> Expr:
-    """Parse one expression (index, condition or value). Raises ExprError with a span."""
+    """Parse one expression (index, condition or value). Raises ExprError with a span.
+
+    Text nested up to MAX_NESTING levels parses from any caller's stack depth: the recursion
+    limit is raised for the parse where the frames in use leave too little room."""
     if not isinstance(text, str):
         raise ExprError("expression must be a string", str(text), Span(0, 1))
-    if len(text) <= _CACHED_TEXT:
-        return _parse_cached(text)
-    return _Parser(text).parse()
+    parse = _parse_cached if len(text) <= _CACHED_TEXT else (lambda t: _Parser(t).parse())
+    if sum(text.count(c) for c in "([-~") < _SHALLOW:
+        return parse(text)
+    limit = sys.getrecursionlimit()
+    need = _frames_in_use() + _FRAMES_PER_LEVEL * (MAX_NESTING + 2) + 100
+    if need <= limit:
+        return parse(text)
+    sys.setrecursionlimit(need)
+    try:
+        return parse(text)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _frames_in_use() -> int:
+    frame: FrameType | None = sys._getframe()
+    n = 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n
 
 
 def parse_store(text: str) -> Load:
