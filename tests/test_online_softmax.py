@@ -181,3 +181,25 @@ def test_random_softmax_graphs_match_the_reference_looped(doc: dict[str, object]
     graph = doc_graph(doc)
     stage = optimize(graph)
     check(stage.graph, stage.plan, SMALL_LOOPED)
+
+
+def test_a_loop_invariant_operand_is_not_hoisted_out_of_the_loop() -> None:
+    """max(0.5) and sum(exp(0.5 - m)) over 4 points (found by hypothesis): the running maximum
+    is loop-carried, so what reads it stays in the r loop (the sum is 4, not 2)."""
+    text = """
+format: fuseopt-graph/1
+name: softmax_const
+buffers:
+  in0: {shape: [1, 1, 4], dtype: float32, role: input}
+  m: {shape: [], dtype: float32, role: output}
+  s: {shape: [], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [], reduce: [[r0, 1], [r1, 1], [r2, 4]], store: "m[0]", value: "max(0.5)"}
+  - {name: n1, loops: [], reduce: [[r0, 1], [r1, 1], [r2, 4]], store: "s[0]", value: "sum(exp(0.5 - m[0]))"}
+"""
+    graph = load_text(text, "softmax_const.yaml")
+    options = CodegenOptions(persistent_rnumel=0, max_r0_block=2, unroll_rnumel=0, split_programs=0)
+    src = _source(graph, options)
+    loop = src.split("for r0_offset in range(", 1)[1].split("\n    tl.store", 1)[0]
+    assert "_maximum(_acc" in loop and "tl.exp(" in loop
+    _check(graph, src, make_inputs(graph, seed=0))

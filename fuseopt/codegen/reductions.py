@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import replace
 
 from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError
@@ -161,7 +162,8 @@ class ReductionEmitter(ExpressionEmitter):
         dt = TL_DTYPE[acc]
         self.define(f"{s} = tl.full([XBLOCK, R0_BLOCK], 0.0, {dt})", s, [])
         self.define(f'{mx} = tl.full([XBLOCK, 1], float("-inf"), {dt})', mx, [])
-        sv, mv = Val(s, acc, ("x", "r0_"), 0, (s,)), Val(mx, acc, ("x",), 0, (mx,))
+        # Loop-carried: level 1 inside the loop (what reads them is not hoisted out of it).
+        sv, mv = Val(s, acc, ("x", "r0_"), 1, (s,)), Val(mx, acc, ("x",), 1, (mx,))
         r0 = self.mask_val.get("r0_")
         vm = v if r0 is None else self.emit(f'tl.where(r0_mask, {v.text}, float("-inf"))', [v, r0], acc)
         top = self.emit(f"tl.reduce({vm.text}, 1, _max_propagate)[:, None]", [vm], acc, axes=("x",))
@@ -175,10 +177,10 @@ class ReductionEmitter(ExpressionEmitter):
         of = self.online[p.node.name][1]
         gives, self.online_max[of] = self.online_max[of], None  # the first sum over the max gives it
 
-        def fin() -> None:
+        def fin() -> None:  # after the loop
             if gives is not None:
-                gives(mv)
-            finish(self.emit(f"tl.sum({s}, 1)[:, None]", [sv], acc, axes=("x",)))
+                gives(Val(mx, acc, ("x",), 0, (mx,)))
+            finish(self.emit(f"tl.sum({s}, 1)[:, None]", [replace(sv, level=0)], acc, axes=("x",)))
 
         self.pending.append(fin)
 
