@@ -5,7 +5,7 @@ size comes from the target (`CodegenOptions.gpu`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2, prod
 from fuseopt.codegen.indexing import Digit
@@ -466,7 +466,7 @@ def _tile_accesses(launch: ComputeLaunch) -> int:
     n = 0
     for p in launch.placements:
         if p.role in ("inner", "reduction"):
-            n += len({(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced})
+            n += _distinct_reads(p, produced)
             n += int(p.role == "inner" and p.node.output in launch.stores)
     return max(1, n)
 
@@ -475,8 +475,9 @@ def tile_loads(launch: ComputeLaunch) -> int:
     """Distinct global loads a point of a pointwise tile (reads of buffers the kernel produces
     are fused, not loaded), at least one."""
     produced = launch.producer()
-    reads = [
-        {(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced}
-        for p in launch.placements
-    ]
-    return max(1, sum(len(r) for r in reads))
+    return max(1, sum(_distinct_reads(p, produced) for p in launch.placements))
+
+
+def _distinct_reads(p: Placement, produced: Mapping[str, Placement]) -> int:
+    """A node's distinct global loads (reads of buffers the kernel produces are fused)."""
+    return len({(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced})
