@@ -101,7 +101,7 @@ def test_one_kernel_of_a_dag_is_linear_and_matches(n: int, fan: int) -> None:
 
 @pytest.mark.parametrize("shape", [{}, {"masked": True}, {"reduce": 3}])
 def test_each_value_is_emitted_once_per_place(shape: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The emitter's work, counted: a few visits of each expression node (dry runs included), not
+    """The emitter's work, counted: a few visits of each expression node, not
     one per path through the DAG (which fails here at once instead of running for hours)."""
     g = dag(64, 3, **shape)
     stage = optimize(g, Options(max_fusion_size=200))

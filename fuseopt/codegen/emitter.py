@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from fuseopt.codegen.common import INT32_MAX, TL_DTYPE, wrap_int
-from fuseopt.codegen.indexing import Digit, Flat
+from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.rules import KERNEL_NAME_OF
-from fuseopt.codegen.schedule import ComputeLaunch, Placement, axes_base, digits_of
+from fuseopt.codegen.schedule import ComputeLaunch, Placement, frame_of
 from fuseopt.codegen.source_text import ident, python_name
 from fuseopt.codegen.strategies import (
     Cells,
@@ -189,22 +189,14 @@ class EmitterCore:
         self.reread: set[str] = set()  # buffers a later r loop of the kernel reads again
         self.narrow: dict[str, Val] = {}  # float32 temporary -> the float16/bfloat16 value it widens
         self.zero_masked: dict[str, frozenset[str]] = {}  # load (widened or not) -> its mask terms
-        self.extents = {axes_base((a.name,)): a.numel for a in self.launch.axes}
-        sizes = {a.name: a.numel for a in self.launch.axes}
-        if self.unroll:
-            sizes["r0_"] = self.unroll  # digits of the reduce loops; bound to constants per point
-        self.ctxs = {p.node.name: NodeCtx(p, digits_of(p, sizes)) for p in self.launch.placements}
+        frame = frame_of(self.launch, self.unroll)  # an unrolled reduction's digits: bound per point
+        self.extents = dict(frame.extents)
+        self.flats = frame.flats
+        self.ctxs = {p.node.name: NodeCtx(p, dict(frame.digits[p.node.name])) for p in self.launch.placements}
         self.cond_exprs: list[Expr] = []  # conditions of the enclosing masked values
         # a sliding window's row loop (`codegen.windows.sliding_emit`), with the loads it carries: set by
         # KernelEmitter
         self.walk: RowWalk | None = None
-        self.flats: dict[str, Flat] = {}
-        for p in self.launch.placements:
-            for seg in p.segments:
-                if len(seg.axes) > 1:
-                    outer, inner = self.axes[seg.axes[0]], self.axes[seg.axes[-1]]
-                    self.extents[axes_base(seg.axes)] = outer.numel * inner.numel
-                    self.flats[axes_base(seg.axes)] = Flat(outer.index, inner.index, inner.numel)
 
     # -- statements ---------------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:

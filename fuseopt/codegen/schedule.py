@@ -22,7 +22,7 @@ from functools import cached_property
 
 from fuseopt.analysis.access_match import Space, space_of
 from fuseopt.codegen.common import CodegenError, prod
-from fuseopt.codegen.indexing import Digit, decompose, split_loops
+from fuseopt.codegen.indexing import Digit, Flat, decompose, split_loops
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, LoopVar
 from fuseopt.plan import Kernel, Plan
 
@@ -140,6 +140,35 @@ def digits_of(p: Placement, axes: Mapping[str, int]) -> dict[str, Digit | None]:
         for lv, d in zip(seg.loops, decompose([lv.size for lv in seg.loops], base, extent), strict=True):
             out[lv.name] = d
     return out
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What an index of a launch's node means in its kernel: each node's loop variables as
+    digits of the axes (`digits_of`), every base's extent, and the flat bases of segments over
+    several axes (a flat index of its outer and inner axis)."""
+
+    digits: Mapping[str, Mapping[str, Digit | None]]  # node -> loop variable -> digit
+    extents: Mapping[str, int]
+    flats: Mapping[str, Flat]
+
+
+def frame_of(launch: ComputeLaunch, unroll: int = 0) -> Frame:
+    """The launch's Frame; `unroll`: points of a reduction unrolled into a pointwise tile (its
+    reduce loops are then digits of `r0_index`, bound to one point at a time)."""
+    axes = {a.name: a for a in launch.axes}
+    sizes = {a.name: a.numel for a in launch.axes}
+    if unroll:
+        sizes["r0_"] = unroll
+    extents = {axes_base((a.name,)): a.numel for a in launch.axes}
+    flats: dict[str, Flat] = {}
+    for p in launch.placements:
+        for seg in p.segments:
+            if len(seg.axes) > 1:
+                outer, inner = axes[seg.axes[0]], axes[seg.axes[-1]]
+                extents[axes_base(seg.axes)] = outer.numel * inner.numel
+                flats[axes_base(seg.axes)] = Flat(outer.index, inner.index, inner.numel)
+    return Frame({p.node.name: digits_of(p, sizes) for p in launch.placements}, extents, flats)
 
 
 def axes_base(names: tuple[str, ...]) -> str:

@@ -60,8 +60,8 @@ def finish_tiling(t: Tiling, o: CodegenOptions) -> Tiling:
 
 def window_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> list[Tiling]:
     """Sliding-window tilings to try for a pointwise launch or a small reduction to unroll, best
-    first (`codegen.wrapper` keeps the first whose dry run carries enough of a row's loads from
-    the row before: `codegen.windows.sliding`).
+    first (`codegen.choice` keeps the first that carries enough of a row's loads from the row
+    before, counted by `codegen.windows.census`).
 
     Rows: the flat index splits at a divisor s that its `//` digits use, so a row is one value of
     the digits above s (an image row of a channels-last tensor, s = W * C). The tile is XBLOCK

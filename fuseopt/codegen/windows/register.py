@@ -90,9 +90,9 @@ def window_shapes(period: int, ncols: int, options: CodegenOptions) -> list[tupl
 
 
 def cell_tilings(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> list[Tiling]:
-    """Register-window tilings to try (`codegen.wrapper` keeps, of those whose dry run shares
-    enough loads between cells, the one that loads the fewest values a point computed, overlap
-    counted): the shapes of `window_shapes` for every sliding-window row split whose rows split
+    """Register-window tilings to try (`codegen.choice` keeps, of those whose cells share enough
+    loads, counted by `codegen.windows.census`, the one that loads the fewest values a point
+    computed, overlap counted): the shapes of `window_shapes` for every sliding-window row split whose rows split
     into columns of a multiple of `window_slice` points, one warp per `cells_points_per_warp`
     points of the slice."""
     t = options.tuning
