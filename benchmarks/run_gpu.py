@@ -52,10 +52,10 @@ def main() -> None:
     from rich.progress import Progress
 
     from fuseopt.bench.harness import (
-        _do_bench,
         bench_graph,
         copy_bandwidth_gbps,
         geomean,
+        gpu_timer,
         read_bandwidth_gbps,
     )
     from fuseopt.io.load import load_graph, load_text
@@ -65,8 +65,8 @@ def main() -> None:
     console = Console(stderr=True)
     sizes = SMALL if (args.small or interpret) else FULL
     names = [n for n in WORKLOADS if not args.only or n in args.only.split(",")]
-    copy = None if interpret else copy_bandwidth_gbps(torch.device("cuda"), _do_bench(25, 100))
-    read = None if interpret else read_bandwidth_gbps(torch.device("cuda"), _do_bench(25, 100))
+    copy = None if interpret else copy_bandwidth_gbps(torch.device("cuda"), gpu_timer(25, 100))
+    read = None if interpret else read_bandwidth_gbps(torch.device("cuda"), gpu_timer(25, 100))
     results = []
     samples = []
     with Progress(console=console) as progress:

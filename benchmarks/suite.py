@@ -112,10 +112,10 @@ def bandwidths(interpret: bool) -> tuple[float | None, float | None]:
         return None, None
     import torch
 
-    from fuseopt.bench.harness import _do_bench, copy_bandwidth_gbps, read_bandwidth_gbps
+    from fuseopt.bench.harness import copy_bandwidth_gbps, gpu_timer, read_bandwidth_gbps
 
     dev = torch.device("cuda")
-    return copy_bandwidth_gbps(dev, _do_bench(25, 100)), read_bandwidth_gbps(dev, _do_bench(25, 100))
+    return copy_bandwidth_gbps(dev, gpu_timer(25, 100)), read_bandwidth_gbps(dev, gpu_timer(25, 100))
 
 
 def run_suite(

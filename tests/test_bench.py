@@ -115,7 +115,7 @@ def test_a_wrong_kernel_is_reported_not_timed() -> None:
 
 
 class _FakeBench:
-    """harness._Bench on the CPU: `run(fn)` gives the GPU time; no host time."""
+    """harness.GpuTimer on the CPU: `run(fn)` gives the GPU time; no host time."""
 
     def __init__(self, run: Callable[[Callable[[], object]], float]) -> None:
         self.run = run
@@ -151,7 +151,7 @@ def test_timed_runs_do_not_poison_outputs(monkeypatch: pytest.MonkeyPatch) -> No
     def fake_do_bench(warmup: int, rep: int, device: object = None) -> object:
         return _FakeBench(run)
 
-    monkeypatch.setattr(harness, "_do_bench", fake_do_bench)
+    monkeypatch.setattr(harness, "gpu_timer", fake_do_bench)
     doc, program = WORKLOADS["apbt"](**SMALL["apbt"])
     graph = load_text(json.dumps(doc), "apbt.json")
     res = bench_graph(graph, program, device="cpu", with_compile=False)
@@ -249,7 +249,7 @@ def test_same_size_copy_moves_the_graphs_bytes(monkeypatch: pytest.MonkeyPatch) 
     def fake_do_bench(warmup: int, rep: int, device: object = None) -> object:
         return _FakeBench(lambda fn: (fn(), 2.0)[1])  # every call "takes" 2 ms
 
-    monkeypatch.setattr(harness, "_do_bench", fake_do_bench)
+    monkeypatch.setattr(harness, "gpu_timer", fake_do_bench)
     monkeypatch.setattr(harness, "copy_bandwidth_gbps", recording_copy)
     doc, program = WORKLOADS["tsum"](**SMALL["tsum"])
     graph = load_text(json.dumps(doc), "tsum.json")

@@ -158,7 +158,7 @@ def bench_graph(
         _use_interpreter()
     dev = torch.device("cpu" if interpret else device)
     with full_precision_library_calls(dev):
-        do_bench = None if interpret else _do_bench(warmup, rep, dev)
+        do_bench = None if interpret else gpu_timer(warmup, rep, dev)
         if target is None:  # the GPU it is timed on (its multiprocessors size reductions' grids)
             hip = torch.version.hip is not None
             target = (
@@ -318,7 +318,7 @@ def _use_interpreter() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
 
 
-class _Bench:
+class GpuTimer:
     """GPU time of a call on `device` (`timing.gpu_ms`; None: the current GPU), with warm-up and
     repetitions in ms as do_bench's."""
 
@@ -334,8 +334,8 @@ class _Bench:
         return self.timing(fn).ms
 
 
-def _do_bench(warmup: int, rep: int, device: torch.device | None = None) -> _Bench:
-    return _Bench(warmup, rep, device)
+def gpu_timer(warmup: int, rep: int, device: torch.device | None = None) -> GpuTimer:
+    return GpuTimer(warmup, rep, device)
 
 
 def geomean(values: list[float]) -> float | None:

@@ -102,7 +102,7 @@ def bench_cmd(
         )
     from rich.progress import Progress
 
-    from fuseopt.bench.harness import _do_bench, bench_graph, copy_bandwidth_gbps
+    from fuseopt.bench.harness import bench_graph, copy_bandwidth_gbps, gpu_timer
     from fuseopt.bench.model import BoundProgram
     from fuseopt.bench.source import describe_source, program_from_source, recorded_source, rendered_program
     from fuseopt.io.load import load_graph
@@ -130,7 +130,7 @@ def bench_cmd(
                 "runs code): eager and torch.compile run a torch rendering of the graph, or pass "
                 "--source FILE.py:FUNCTION"
             )
-    copy = None if interpret else copy_bandwidth_gbps(torch.device("cuda"), _do_bench(warmup, rep))
+    copy = None if interpret else copy_bandwidth_gbps(torch.device("cuda"), gpu_timer(warmup, rep))
     results = []
     with Progress(console=stdout, transient=True) as progress:
         task = progress.add_task("bench", total=len(loaded))
