@@ -174,7 +174,7 @@ def intermediates(e: Expr, env: Mapping[str, int]) -> list[int]:
     out = [evaluate(n, env) for n in walk(e)]
     for n in walk(e):
         f = linear_form(n)
-        out += [k for _, k in f.coeffs]
+        out += [k for _, k in f.coeffs if k not in (1, -1)]  # 1 * a is written `a`: no literal
         terms = [k * evaluate(a, env) for a, k in f.coeffs] + [f.const]
         for order in (terms, terms[::-1]):
             acc = 0

@@ -235,7 +235,10 @@ def test_small_reduction_unrolled_on_a_row_split() -> None:
     assert "y0 = (yindex // 5) % 5" in src and "y1 = yindex % 5" in src
     assert "[(2, 13)](x, out, 50, 16, YBLOCK=4, XBLOCK=8, num_warps=1)" in src  # 2 x tiles, 13 y tiles
     src = check(g, plan, CodegenOptions())
-    assert "YBLOCK=64, XBLOCK=16" in src  # no mask on x: XBLOCK divides the 16 channels
+    # no mask on x: XBLOCK divides the 16 channels; 4 points a thread of 4 warps (9 loads a point:
+    # row_loads_in_flight), fewer for the warps the 50 x 16 points can keep busy
+    m = re.search(r"YBLOCK=(\d+), XBLOCK=16, num_warps=4\)", src)
+    assert m is not None and int(m.group(1)) * 16 <= 4 * 128, src
     assert "triton_per_" in check(g, plan, CodegenOptions(unroll_rnumel=8))  # 9 points: not unrolled
 
 

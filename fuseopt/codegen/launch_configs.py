@@ -456,8 +456,54 @@ def configs_unrolled(
             (("YBLOCK", yb), ("XBLOCK", xb)), max(1, min(w, yb * xb // t.unrolled_points_per_warp))
         )
 
-    default = cfg(max(1, t.unrolled_points // xb), t.unrolled_warps)
-    return default, unique_configs(default, [cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
+    first = cfg(max(1, t.unrolled_points // xb), t.unrolled_warps)
+    # Fewer points a thread (fewer rows), down to one, for the costs `configs_1d` weighs: a thread
+    # holding more than `row_loads_in_flight` loads, or a launch of too few warps.
+    warps, yb = first.num_warps, first.block("YBLOCK")
+    threads = warps * o.gpu.warp_size
+    per_thread, loads = yb * xb // threads, row_loads(launch)
+    fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
+    while per_thread > 1 and (
+        per_thread * loads > t.row_loads_in_flight or cdiv(ynumel * xnumel, per_thread * threads) * warps < fill
+    ):
+        per_thread //= 2
+    if per_thread and per_thread * threads >= xb:
+        yb = per_thread * threads // xb
+    default = LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), warps)
+    return default, unique_configs(default, [first, cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
+
+
+def row_loads(launch: ComputeLaunch) -> int:
+    """Distinct global loads a point of a 2D row tile that read a distinct element at every
+    point, varying along both of its axes (one the tile's rows or columns share is a value a row
+    or a column of a thread), each point of an unrolled reduction its own; reads of buffers the
+    kernel produces are fused. At least one."""
+    produced = launch.producer()
+    tile = {f"{a.name}index" for a in launch.axes if a.name != "r0_"}
+    sizes = {a.name: a.numel for a in launch.axes}
+    sizes.setdefault("r0_", max((p.node.rnumel for p in launch.placements), default=1))
+    n = 0
+    for p in launch.placements:
+        digits = digits_of(p, sizes)
+        every = {
+            (ld.buffer, ld.index)
+            for ld in p.node.reads()
+            if ld.buffer not in produced and tile <= _bases(ld.index, digits)
+        }
+        n += len(every) * (p.node.rnumel if p.role == "reduction" else 1)
+    return max(1, n)
+
+
+def _bases(index: Expr, digits: Mapping[str, Digit | None]) -> set[str]:
+    """The axes an index varies along (a flat base counts for each of its axes)."""
+    out: set[str] = set()
+    for v in walk(index):
+        if isinstance(v, Var) and (d := digits.get(v.name)) is not None:
+            if d.base.startswith("flat_"):
+                out.update(f"{a}index" for a in d.base.removeprefix("flat_").split("_"))
+            else:
+                out.add(d.base)
+    return out
 
 
 def _tile_accesses(launch: ComputeLaunch) -> int:

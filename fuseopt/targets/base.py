@@ -57,6 +57,10 @@ class Tuning:
     unrolled_points: int = _doc("points of a 2D unrolled tile: rows fill it")
     unrolled_points_per_warp: int = _doc("a 2D unrolled tile: one warp per this many points")
     unrolled_warps: int = _doc("most warps of an unrolled tile")
+    row_loads_in_flight: int = _doc(
+        "most loads a thread of a 2D row tile (row split, unrolled) holds: points a thread x the loads "
+        "a point that read a distinct element at every point of the tile"
+    )
     # -- sliding windows (codegen/windows/sliding.py, sliding_emit.py)
     window_min_row: int = _doc("fewest points of a row for a sliding window (0: never)")
     window_band: int = _doc("most rows a sliding window's program walks (0: never)")

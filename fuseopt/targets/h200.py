@@ -16,6 +16,7 @@ RUNS = "benchmarks/results/2026-11-30-h200.json"
 RULES = "benchmarks/results/rules-2026-12-02-h200.json"  # suite workloads, GPU time, one constant changed at a time
 LOOPED = "benchmarks/results/rules-2026-12-02-looped-h200.json"  # looped reductions of few rows, GPU time
 POINTWISE = "benchmarks/results/rules-2026-12-02-pointwise-h200.json"  # 1D pointwise tiles, GPU time
+ROWS = "benchmarks/results/rules-2026-12-02-rows-h200.json"  # 2D row tiles of pooling windows, GPU time
 HISTORY = "benchmarks/results/README.md (history)"
 
 TUNING, PROVENANCE = tuned(
@@ -122,6 +123,12 @@ TUNING, PROVENANCE = tuned(
         4,
         "4 warps for avgpool_cl's 2048-point unrolled tiles (the run before sliding windows, 56.2% of copy)",
         HISTORY,
+    ),
+    row_loads_in_flight=(
+        48,
+        "channels-last pooling as row tiles: 4 points a thread fastest for 9 loads a point (of 16/8/4/2, 6 of 6), "
+        "8 within 1% of it for 4: max_s2_cl_bf16 27.4 -> 24.7 us",
+        ROWS,
     ),
     # -- sliding windows
     window_min_row=(
