@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from fuseopt.codegen.launch_configs import row_loads
+from fuseopt.codegen.launch_configs import point_loads
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import Planned, RowSplit, row_split
@@ -100,7 +100,7 @@ def test_row_tiles_hold_few_enough_loads_a_thread() -> None:
         graph, launch = _pool_launch(window, 64)
         planned = row_split.applies(graph, launch, o)
         assert planned is not None, window
-        assert row_loads(planned.launch) == window
+        assert point_loads(planned.launch) == window
         got = _points_a_thread(planned, o)
         assert got == want and got * window <= max(t.row_loads_in_flight, window), (window, planned.config)
         first = t.unrolled_points // (planned.config.num_warps * o.gpu.warp_size)

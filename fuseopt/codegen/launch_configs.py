@@ -433,7 +433,9 @@ def configs_unrolled(
     """A few thousand points a program (`unrolled_1d_xblock`, `unrolled_points`): with 16-byte
     loads a few loads in flight per thread and window point. 2D: XBLOCK is the largest power of
     two dividing the row up to `unrolled_row_xblock` (no mask, each row a whole number of 128-byte
-    lines for bf16 channels of 64), rows fill the rest."""
+    lines for bf16 channels of 64), rows fill the rest, fewer of them while a thread would hold
+    more than `row_loads_in_flight` loads (points a thread x `point_loads`) or the launch would
+    keep fewer than `pointwise_warps_per_multiprocessor` warps a multiprocessor."""
     t = o.tuning
     if len(launch.axes) == 1:
         cap = next_power_of_2(launch.axes[0].numel)
@@ -457,11 +459,11 @@ def configs_unrolled(
         )
 
     first = cfg(max(1, t.unrolled_points // xb), t.unrolled_warps)
-    # Fewer points a thread (fewer rows), down to one, for the costs `configs_1d` weighs: a thread
-    # holding more than `row_loads_in_flight` loads, or a launch of too few warps.
+    # Fewer points a thread (halved, down to one): the costs `configs_1d` weighs, with loads that
+    # a row or a column of the tile shares left out (one value a thread, not one a point).
     warps, yb = first.num_warps, first.block("YBLOCK")
     threads = warps * o.gpu.warp_size
-    per_thread, loads = yb * xb // threads, row_loads(launch)
+    per_thread, loads = yb * xb // threads, point_loads(launch)
     fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
     while per_thread > 1 and (
         per_thread * loads > t.row_loads_in_flight or cdiv(ynumel * xnumel, per_thread * threads) * warps < fill
@@ -473,7 +475,7 @@ def configs_unrolled(
     return default, unique_configs(default, [first, cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
 
 
-def row_loads(launch: ComputeLaunch) -> int:
+def point_loads(launch: ComputeLaunch) -> int:
     """Distinct global loads a point of a 2D row tile that read a distinct element at every
     point, varying along both of its axes (one the tile's rows or columns share is a value a row
     or a column of a thread), each point of an unrolled reduction its own; reads of buffers the
