@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 SCHEMAS = ROOT / "schemas"
 
-# command -> its schema (bench's output is timed on a GPU; capture writes a graph)
+# command -> its schema (capture writes a graph)
 SCHEMA_OF = {
     "optimize": "plan",
     "explain": "explain",
@@ -29,8 +29,9 @@ SCHEMA_OF = {
     "ci": "ci",
     "reduce": "reduce",
     "targets": "targets",
+    "bench": "bench",
 }
-NOT_HERE = {"bench"}
+NOT_HERE: set[str] = set()
 
 
 def _validator(name: str) -> Draft202012Validator:
@@ -70,7 +71,11 @@ CASES = [
     ("explain", [str(SAMPLES / "apbt.yaml"), "n1", "n2", "--no-loop-order"], (0,)),
     ("run", [str(SAMPLES / "jit_aot.yaml")], (0,)),
     ("run", [str(SAMPLES / "avgpool_cl_small.yaml"), "--backend", "triton"], (0,)),
-    ("validate", [str(SAMPLES / "apbt.yaml"), str(ROOT / "tests" / "bad_inputs" / "addmm_bias_broadcast.yaml")], (2,)),
+    (
+        "validate",
+        [str(SAMPLES / "apbt.yaml"), str(ROOT / "tests" / "bad_inputs" / "addmm_bias_broadcast.yaml")],
+        (2,),
+    ),
     ("diff-jit-aot", [str(SAMPLES / "jit_aot.yaml")], (0,)),
     ("diff-jit-aot", [str(SAMPLES / "jit_aot.yaml"), "--scoring", "inductor"], (1,)),
     ("check-determinism", [str(SAMPLES / "apbt.yaml"), "--permutations", "2", "--processes", "0"], (0,)),
@@ -83,10 +88,13 @@ CASES = [
     ("ci", [str(SAMPLES / "jit_aot.yaml"), "--jobs", "1", "--scoring", "inductor"], (1,)),
     ("targets", [], (0,)),
     ("targets", ["a100", "--detect"], (0,)),
+    ("bench", [str(SAMPLES / "avgpool_cl_small.yaml"), "--interpret"], (0,)),
 ]
 
 
-@pytest.mark.parametrize(("command", "args", "codes"), CASES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("command", "args", "codes"), CASES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(CASES)]
+)
 def test_real_output_is_valid(command: str, args: list[str], codes: tuple[int, ...]) -> None:
     doc = _json(command, *args, codes=codes)
     errors = sorted(_validator(SCHEMA_OF[command]).iter_errors(doc), key=str)
@@ -110,3 +118,22 @@ def test_a_schema_rejects_a_wrong_document() -> None:
     kernels = [dict(k, bytes="many") for k in doc["kernels"]]  # type: ignore[attr-defined]
     assert not v.is_valid({**doc, "kernels": kernels})
     assert not v.is_valid({**doc, "format": "fuseopt-plan/0"})
+
+
+def test_bench_results_timed_on_a_gpu_are_valid() -> None:
+    """bench's timed fields, from a GPU run: the suite's results are `bench_graph`'s, as
+    `fuseopt bench` reports them (less the suite's own keys, plus the baseline it names)."""
+    suite = json.loads((ROOT / "benchmarks" / "results" / "suite-2026-12-02-h200-gputime.json").read_text())
+    own = {"workload", "sizes", "wall_s", "summary"}
+    results = [
+        {**{k: v for k, v in r.items() if k not in own}, "baseline": "source", "source": "suite.py:fn"}
+        for r in suite["results"]
+    ]
+    assert any(v["ms"] for r in results for v in r["variants"])  # timed, not interpreted
+    doc = {"format": "fuseopt-bench/1", "device": suite["device"], "torch": suite["torch"]}
+    copy = suite["copy_gbps"]  # the suite's two device calls measured one each
+    doc |= {"copy_gbps": copy[0] if isinstance(copy, list) else copy, "results": results}
+    errors = sorted(_validator("bench").iter_errors(doc), key=str)
+    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]]
+    results[0]["variants"][0]["ms"] = "0.1 ms"
+    assert list(_validator("bench").iter_errors(doc))
