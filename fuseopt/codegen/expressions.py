@@ -19,7 +19,7 @@ from fuseopt.codegen.emitter import (
     literal_text,
     paren,
 )
-from fuseopt.codegen.indexing import Digit, digit_of, merged_terms, normal_digit, unflatten
+from fuseopt.codegen.indexing import Digit, axis_digit, merged_terms
 from fuseopt.codegen.layout import LINE_LENGTH
 from fuseopt.codegen.rules import (
     INT_DIV_BY_LITERAL,
@@ -214,16 +214,8 @@ class ExpressionEmitter(EmitterCore):
         """`v // c` or `v % c` of a loop variable as a digit of one tile axis: a digit of a flat
         index that falls on one side of the (y, x) split is computed on that axis alone (a
         [YBLOCK, 1] column instead of the whole tile: `(y * 192 + x) // 6720` is `y // 35`)."""
-        d = digit_of(atom, ctx.digits)
-        if d is None:
-            return None
-        parts = unflatten(d, self.flats)
-        if len(parts) != 1 or parts[0][1] != 1:
-            return None
-        d = normal_digit(parts[0][0], self.extents)
-        if d.base.startswith("flat_"):
-            return None
-        return self.digit_val(d)
+        d = axis_digit(atom, ctx.digits, self.flats, self.extents)
+        return None if d is None else self.digit_val(d)
 
     # -- loads -------------------------------------------------------------------------------------
 

@@ -229,3 +229,19 @@ def normal_digit(d: Digit, extents: Mapping[str, int]) -> Digit:
     if d.mod is not None and ext is not None and d.div * d.mod >= ext:
         return Digit(d.base, d.div, None)
     return d
+
+
+def axis_digit(
+    atom: Expr, digits: Mapping[str, Digit | None], flats: Mapping[str, Flat], extents: Mapping[str, int]
+) -> Digit | None:
+    """`v // c` or `v % c` of a loop variable as a digit of one tile axis: a digit of a flat
+    index that falls on one side of the (y, x) split is a digit of that axis alone
+    (`(y * 192 + x) // 6720` is `y // 35`); None where it is not."""
+    d = digit_of(atom, digits)
+    if d is None:
+        return None
+    parts = unflatten(d, flats)
+    if len(parts) != 1 or parts[0][1] != 1:
+        return None
+    d = normal_digit(parts[0][0], extents)
+    return None if d.base.startswith("flat_") else d

@@ -158,12 +158,7 @@ def configs_1d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
     xb = min(cap, t.max_xblock)
     warps = _warps(xb, t.pointwise_points_per_warp, t.pointwise_max_warps)
     threads = warps * o.gpu.warp_size
-    per_thread, loads = xb // threads, tile_loads(launch)
-    fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
-    while per_thread > 1 and (
-        per_thread * loads > t.pointwise_loads_in_flight or cdiv(numel, per_thread * threads) * warps < fill
-    ):
-        per_thread //= 2
+    per_thread = _fewer_points(xb // threads, tile_loads(launch), t.pointwise_loads_in_flight, numel, warps, o)
     if per_thread:  # else a tile smaller than its threads (a tiny launch): as it is
         xb = per_thread * threads
     default = LaunchConfig((("XBLOCK", xb),), warps)
@@ -172,6 +167,17 @@ def configs_1d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
         for b, w in ((256, 2), (512, 4), (2048, 8))
     ]
     return default, unique_configs(default, cands)
+
+
+def _fewer_points(per_thread: int, loads: int, limit: int, numel: int, warps: int, o: CodegenOptions) -> int:
+    """Points a thread, halved (down to one) while a thread would hold more than `limit` loads
+    (points x `loads` a point) or a launch of `numel` points would keep fewer than
+    `pointwise_warps_per_multiprocessor` warps a multiprocessor."""
+    threads = warps * o.gpu.warp_size
+    fill = o.gpu.multiprocessors * o.tuning.pointwise_warps_per_multiprocessor
+    while per_thread > 1 and (per_thread * loads > limit or cdiv(numel, per_thread * threads) * warps < fill):
+        per_thread //= 2
+    return per_thread
 
 
 def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
@@ -463,12 +469,8 @@ def configs_unrolled(
     # a row or a column of the tile shares left out (one value a thread, not one a point).
     warps, yb = first.num_warps, first.block("YBLOCK")
     threads = warps * o.gpu.warp_size
-    per_thread, loads = yb * xb // threads, point_loads(launch)
-    fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
-    while per_thread > 1 and (
-        per_thread * loads > t.row_loads_in_flight or cdiv(ynumel * xnumel, per_thread * threads) * warps < fill
-    ):
-        per_thread //= 2
+    loads = point_loads(launch)
+    per_thread = _fewer_points(yb * xb // threads, loads, t.row_loads_in_flight, ynumel * xnumel, warps, o)
     if per_thread and per_thread * threads >= xb:
         yb = per_thread * threads // xb
     default = LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), warps)

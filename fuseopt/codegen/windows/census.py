@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from fuseopt.codegen.indexing import Digit, digit_of, merged_terms, normal_digit, unflatten
+from fuseopt.codegen.indexing import Digit, axis_digit, merged_terms
 from fuseopt.codegen.schedule import Frame, Placement, frame_of
 from fuseopt.codegen.strategies import Cells, RegisterWindow, SlidingWindow
 from fuseopt.codegen.tiling import Tiling
@@ -184,16 +184,8 @@ def _index_on_row(e: Expr, digits: Mapping[str, Digit | None], frame: Frame) -> 
 
 
 def _axis_digit(atom: Expr, digits: Mapping[str, Digit | None], frame: Frame) -> Digit | None:
-    """`v // c` or `v % c` as a digit of one tile axis, where the emitter computes it so
-    (`ExpressionEmitter.digit_atom`)."""
-    d = digit_of(atom, digits)
-    if d is None:
-        return None
-    parts = unflatten(d, frame.flats)
-    if len(parts) != 1 or parts[0][1] != 1:
-        return None
-    d = normal_digit(parts[0][0], frame.extents)
-    return None if d.base.startswith("flat_") else d
+    """`indexing.axis_digit` in the launch's frame (as `ExpressionEmitter.digit_atom` asks it)."""
+    return axis_digit(atom, digits, frame.flats, frame.extents)
 
 
 # -- register windows --------------------------------------------------------------------------------
