@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from fuseopt.aot.determinism import permuted
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
+from fuseopt.passes.fusion_state import Recorder
 from fuseopt.passes.legality import check_fusion
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import Stage, optimize
@@ -123,8 +124,8 @@ def test_a_plan_at_the_kernel_count_bound_is_not_planned_again(
     n: int, size: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A chain of n nodes packs into ceil(n / cap) kernels on the first plan: no other plan can have
-    fewer (`fusion._fewest_kernels`), so the replanning at the cap is skipped."""
-    from fuseopt.passes import fusion
+    fewer (`packing.fewest_kernels`), so the replanning at the cap is skipped."""
+    from fuseopt.passes import packing
 
     nodes = "\n".join(
         f"  - {{name: n{k:03d}, loops: [[i, 4]], store: 't{k}[i]', value: '{f't{k - 1}' if k else 'x'}[i] + 1'}}"
@@ -136,9 +137,9 @@ def test_a_plan_at_the_kernel_count_bound_is_not_planned_again(
         f"nodes:\n{nodes}\n",
         "chain.yaml",
     )
-    calls = _count_calls(monkeypatch, fusion, "stable_fuse")
+    calls = _count_calls(monkeypatch, packing, "stable_fuse")
     plan = optimize(g, Options(max_fusion_size=size)).plan
-    assert len(plan.kernels) == -(-n // size) == fusion._fewest_kernels(g, Options(max_fusion_size=size))
+    assert len(plan.kernels) == -(-n // size) == packing.fewest_kernels(g, Options(max_fusion_size=size))
     assert len(calls) == 1
 
 
@@ -172,13 +173,13 @@ def test_the_kernel_count_bound_counts_each_linked_group_apart(monkeypatch: pyte
     """Three unlinked chains of 10 at a cap of 4: no kernel spans two chains, so no plan has fewer
     than 3 x ceil(10 / 4) = 9 kernels (not ceil(30 / 4) = 8); the first plan meets it and is kept
     without replanning."""
-    from fuseopt.passes import fusion
+    from fuseopt.passes import packing
 
     g = _chains(3, 10)
     opts = Options(max_fusion_size=4)
-    assert fusion._components(g) == [10, 10, 10]
-    assert fusion._fewest_kernels(g, opts) == 9
-    calls = _count_calls(monkeypatch, fusion, "stable_fuse")
+    assert packing.components(g) == [10, 10, 10]
+    assert packing.fewest_kernels(g, opts) == 9
+    calls = _count_calls(monkeypatch, packing, "stable_fuse")
     plan = optimize(g, opts, verify_each=True).plan
     assert len(plan.kernels) == 9 and len(calls) == 1
     assert sorted(len(k.nodes) for k in plan.kernels) == [2, 2, 2, 4, 4, 4, 4, 4, 4]
@@ -187,18 +188,18 @@ def test_the_kernel_count_bound_counts_each_linked_group_apart(monkeypatch: pyte
 def test_no_replanning_where_the_cap_cannot_bind(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every linked group within the cap (four unlinked chains of 16 at a cap of 16): the cap
     cannot refuse a pair, so only the natural plan is made."""
-    from fuseopt.passes import fusion
+    from fuseopt.passes import packing
 
     g = _chains(4, 16)
-    calls = _count_calls(monkeypatch, fusion, "stable_fuse")
+    calls = _count_calls(monkeypatch, packing, "stable_fuse")
     plan = optimize(g, Options(max_fusion_size=16)).plan
     assert len(plan.kernels) == 4 and len(calls) == 1
 
 
 def test_the_plan_kept_at_the_cap_has_the_fewest_kernels_then_bytes() -> None:
-    """`_cost` orders plans by (kernels, bytes); on generated graphs where the cap binds, the plan
+    """`plan_cost` orders plans by (kernels, bytes); on generated graphs where the cap binds, the plan
     planned is never worse by it than the natural plan or the packed plan alone."""
-    from fuseopt.passes import fusion
+    from fuseopt.passes import fusion, packing
     from fuseopt.passes.loop_order import LoopOrder
     from fuseopt.passes.pipeline import initial_stage, normalize_pass
 
@@ -210,13 +211,13 @@ def test_the_plan_kept_at_the_cap_has_the_fewest_kernels_then_bytes() -> None:
         got = (len(stage.plan.kernels), sum(table.kernel_bytes(k.nodes) for k in stage.plan.kernels))
         normal = normalize_pass(initial_stage(g), opts).graph
         levels = fusion.dag_levels(normal)
-        for seeds in ((), fusion._fill_seeds(normal, levels)):
+        for seeds in ((), packing.fill_seeds(normal, levels)):
             numbers = {nd.name: i for i, nd in enumerate(normal.nodes)}
             state = fusion.FusionState(normal, fusion.graph_deps(normal), numbers, by_name=True)
             state.detailed = False
-            rec = fusion._Recorder(state.label)
-            fusion.stable_fuse(state, opts, levels, rec.reject, rec.decisions, LoopOrder(), [], seeds)
-            assert got <= fusion._cost((state, rec, [])), (make.__name__, seeds != ())
+            rec = Recorder(state.label)
+            packing.stable_fuse(state, opts, levels, rec.reject, rec.decisions, LoopOrder(), [], seeds)
+            assert got <= packing.plan_cost((state, rec, [])), (make.__name__, seeds != ())
 
 
 @pytest.mark.parametrize("make", [make_transposed, make_mixed])
@@ -227,11 +228,11 @@ def test_loop_transformations_are_searched_only_for_pairs_taken_off_the_queue(
     pair comes off the queue still current, not for every pair scored (most go stale first).
     On a 200-node chain that transposes every other node the old eager search ran about once per
     node and plan (206 searches); the lazy one runs 80."""
-    from fuseopt.passes import fusion
+    from fuseopt.passes import packing
     from fuseopt.passes.loop_order import LoopOrder
 
     g = load_text(json.dumps(make(200, 0, 8, 16)), "g.json")
-    plans = _count_calls(monkeypatch, fusion, "stable_fuse")
+    plans = _count_calls(monkeypatch, packing, "stable_fuse")
     searches = _count_calls(monkeypatch, LoopOrder, "propose")
     stage = optimize(g, Options(), verify_each=True)
     assert len(searches) <= 0.6 * len(g.nodes) * len(plans), (len(searches), len(plans))

@@ -6,6 +6,7 @@ only then, all of them or none (`write_files`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import click
@@ -17,6 +18,7 @@ from fuseopt.cli.output import write_files
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import PIPELINE, optimize
+from fuseopt.passes.speculate import cpus
 from fuseopt.passes.verify import verify as verify_plan
 from fuseopt.plan import Plan
 from fuseopt.report.plan_text import FULL_ROWS, print_plan
@@ -89,6 +91,14 @@ def emit_kernels(
     default=None,
     help=f"Print every table of the plan, or a summary (default: every table up to {FULL_ROWS} rows).",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Processes planning may use (default: the CPUs this process may run on). At the size cap "
+    "the natural plan is made in a second process beside the packed one; the plan is the same "
+    "for any value.",
+)
 @planning_options
 def optimize_cmd(
     graph: str,
@@ -105,12 +115,14 @@ def optimize_cmd(
     scoring: str | None,
     max_fusion_size: int | None,
     no_loop_order: bool | None,
+    jobs: int | None,
 ) -> None:
     """Plan fusion and loop orders for GRAPH; print the plan, and write it with -o DIR."""
     g = load_graph(graph)
     passes = tuple(name for name, _ in PIPELINE if name not in skip)
     resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
-    stage = optimize(g, resolved.options, passes=passes)
+    options = dataclasses.replace(resolved.options, jobs=jobs or cpus())
+    stage = optimize(g, options, passes=passes)
     if check:
         verify_plan(stage.graph, stage.plan)
     plan_json = dump_json(stage.plan.to_json())

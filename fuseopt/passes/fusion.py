@@ -13,30 +13,23 @@ applied greedily, re-checking legality against the groups as they are by then.
 Candidate order is where the two scorings differ: `inductor` walks groups in node-list order (so
 list order reaches decisions, faithfully); `stable` walks them by (dependency depth, name).
 
-Stable scoring at the size cap (`_stable_plan`): when a group of nodes linked by shared buffers
-exceeds --max-fusion-size and the plan misses `_fewest_kernels` (every extern alone, every linked
-group in full kernels: no plan has fewer), the graph is planned again with chains packed
-(`_fill_seeds`: each node seeded into its latest producer's kernel in topological order, so a
-kernel fills to the cap and the next node starts the next one), then with nodes stranded beside
-a full kernel seeded into it (`_stranded`, up to MAX_REPLANS times). The plan kept has the fewest
-kernels, then the fewest bytes (`_cost`; the first plan on ties).
+Stable scoring at the size cap: `packing.stable_plan` (the natural plan, the packed plan, nodes
+stranded by the cap).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from fuseopt.analysis.deps import NodeDeps, graph_deps
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.final_verdict import final_reason
-from fuseopt.passes.fusion_stable import stable_fuse
-from fuseopt.passes.fusion_state import FusionState, Group
+from fuseopt.passes.fusion_state import FusionState, Group, Recorder
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
 from fuseopt.passes.loop_order import Proposal
-from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, Options
+from fuseopt.passes.options import Options
+from fuseopt.passes.packing import stable_plan
 from fuseopt.passes.scoring import Score, inductor_score, inductor_sort, stable_score, stable_sort
 from fuseopt.plan import Decision, Rejection, Reorder
 
@@ -111,17 +104,6 @@ def dag_levels(graph: Graph) -> dict[str, int]:
     return level
 
 
-class _Recorder:
-    def __init__(self, label: Callable[[Group], str]) -> None:
-        self.label = label
-        self.decisions: list[Decision] = []
-        # the node pairs refused (their reasons are asked again of the final kernels)
-        self.rejected: set[tuple[str, str]] = set()
-
-    def reject(self, a: Group, b: Group, v: Verdict) -> None:
-        self.rejected.add(v.nodes or (self.label(a), self.label(b)))
-
-
 def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> FusionResult:
     deps: dict[str, NodeDeps] = graph_deps(graph)  # the state's copy changes as loops transform
     if opts.scoring == "inductor":
@@ -131,13 +113,13 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
     state = FusionState(graph, dict(deps), numbers, by_name=opts.scoring == "stable")
     state.detailed = False
     levels = dag_levels(graph)
-    rec = _Recorder(state.label)
+    rec = Recorder(state.label)
     reorders: list[Reorder] = []
     current = graph
 
     hook = reorder if opts.loop_order else None
     if opts.scoring == "stable":
-        state, rec, reorders = _stable_plan(graph, deps, opts, levels, numbers, hook, (state, rec, reorders))
+        state, rec, reorders = stable_plan(graph, deps, opts, levels, numbers, hook, (state, rec, reorders))
     else:
         rounds = 0
         for rnd in range(opts.max_rounds):
@@ -165,147 +147,7 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
     return FusionResult(current, groups, tuple(rec.decisions), rejected, tuple(reorders), state)
 
 
-MAX_REPLANS = 3
-
-
-def _components(graph: Graph) -> list[int]:
-    """The sizes of the groups of non-extern nodes linked by buffers they share (a kernel never
-    spans two: every fusion is of two groups that share a buffer), largest first."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        root = x
-        while parent.setdefault(root, root) != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
-
-    first_user: dict[str, str] = {}
-    names = [n.name for n in graph.nodes if n.kind != "extern"]
-    for n in graph.nodes:
-        if n.kind == "extern":
-            continue
-        for b in (*n.read_buffers(), *n.outputs):
-            other = first_user.setdefault(b, n.name)
-            parent[find(n.name)] = find(other)
-    sizes: dict[str, int] = {}
-    for name in names:
-        root = find(name)
-        sizes[root] = sizes.get(root, 0) + 1
-    return sorted(sizes.values(), reverse=True)
-
-
-def _fewest_kernels(graph: Graph, opts: Options, components: list[int] | None = None) -> int:
-    """A lower bound on the kernels of any plan: every extern node alone, and each group of nodes
-    linked by shared buffers (`_components`) in kernels of at most --max-fusion-size nodes. A
-    plan that meets it cannot be beaten by replanning."""
-    externs = sum(1 for n in graph.nodes if n.kind == "extern")
-    sizes = _components(graph) if components is None else components
-    return externs + sum(-(-size // opts.max_fusion_size) for size in sizes)
-
-Planned = tuple[FusionState, _Recorder, list[Reorder]]
-
-
-def _stable_plan(
-    graph: Graph,
-    deps: dict[str, NodeDeps],
-    opts: Options,
-    levels: dict[str, int],
-    numbers: dict[str, int],
-    hook: ReorderHook | None,
-    fresh: Planned,
-) -> Planned:
-    """The natural plan (scored fusion from single nodes), unless the size cap can bind (a group
-    of linked nodes exceeds it) and the natural plan misses `_fewest_kernels`: then also the
-    packed plan (`_fill_seeds`), and the better of the two (`_cost`: fewer kernels, then fewer
-    bytes; the natural one on ties), with nodes it stranded next to a full kernel seeded into it
-    (`_stranded`, up to MAX_REPLANS times) while that makes the plan better."""
-
-    def plan(seeds: tuple[tuple[str, str], ...], into: Planned | None = None) -> Planned:
-        if into is None:
-            again = FusionState(graph, dict(deps), numbers, by_name=True)
-            again.detailed = False
-            into = (again, _Recorder(again.label), [])
-        st, rec, reorders = into
-        stable_fuse(st, opts, levels, rec.reject, rec.decisions, hook, reorders, seeds)
-        return into
-
-    best = plan((), fresh)
-    comps = _components(graph)
-    fewest = _fewest_kernels(graph, opts, comps)
-    if not comps or comps[0] <= opts.max_fusion_size or len(best[0].groups) <= fewest:
-        return best  # the cap cannot bind, or no plan has fewer kernels
-    base: tuple[tuple[str, str], ...] = ()
-    fill = _fill_seeds(graph, levels)
-    packed = plan(fill)
-    if _cost(packed) < _cost(best):
-        best, base = packed, fill
-    seeds: set[tuple[str, str]] = set()
-    for _ in range(MAX_REPLANS):
-        if len(best[0].groups) <= fewest:
-            break  # no plan has fewer kernels
-        found = set(_stranded(best[0], opts, hook)) - seeds
-        if not found:
-            break
-        seeds |= found
-        again = plan((*tuple(sorted(seeds)), *base))
-        if _cost(again) >= _cost(best):
-            break
-        best = again
-    return best
-
-
-def _cost(planned: Planned) -> tuple[int, int]:
-    """What the planner minimises: kernels, then bytes moved (loop transformations keep each
-    node's accesses, so the unfused graph's access table prices any plan of it)."""
-    state = planned[0]
-    return len(state.groups), sum(state.access.kernel_bytes(g.members) for g in state.groups.values())
-
-
-def _fill_seeds(graph: Graph, levels: dict[str, int]) -> tuple[tuple[str, str], ...]:
-    """Cap-aware packing of chains: in topological (depth, name) order, each compute node paired
-    with its latest producer (greatest depth, then name). Fused in that order as far as legality
-    allows, a chain fills a kernel up to the cap and the node that finds it full starts the next."""
-    writer = graph.writer()
-    out: list[tuple[str, str]] = []
-    for n in sorted(graph.nodes, key=lambda n: (levels[n.name], n.name)):
-        if n.kind == "extern":
-            continue
-        producers = {w for b in n.read_buffers() if (w := writer.get(b)) is not None and w != n.name}
-        producers = {p for p in producers if graph.node(p).kind != "extern"}
-        if producers:
-            out.append((max(producers, key=lambda p: (levels[p], p)), n.name))
-    return tuple(out)
-
-
-def _stranded(state: FusionState, opts: Options, hook: ReorderHook | None) -> list[tuple[str, str]]:
-    """Single-node kernels that a neighbouring kernel would take but for --max-fusion-size: each as
-    (the neighbour's member it shares a buffer with, the node), by names."""
-    roomy = dataclasses.replace(opts, max_fusion_size=MAX_FUSION_SIZE_LIMIT)
-    out: list[tuple[str, str]] = []
-    for g in sorted(state.groups.values(), key=lambda g: g.min_name):
-        if len(g.members) != 1 or g.is_library:
-            continue
-        name = g.members[0]
-        node = state.node(name)
-        producers = sorted({w for b in node.read_buffers() if (w := state.writer.get(b)) is not None})
-        readers = sorted({r for b in node.outputs for r in state.users.get(b, ())} - {name})
-        for partner in (*producers, *readers):
-            other = state.group(partner)
-            if other.gid == g.gid or len(other.members) + 1 <= opts.max_fusion_size or other.is_library:
-                continue
-            v = check_fusion(state, g, other, roomy)
-            if not v.ok and hook is not None and v.reason in REORDER_REASONS:
-                found = hook.propose(state, g, other, roomy)
-                v = found[0] if found is not None else v
-            if v.ok:
-                out.append((partner, name))
-                break
-    return out
-
-
-def _extern_rejections(state: FusionState, rec: _Recorder) -> None:
+def _extern_rejections(state: FusionState, rec: Recorder) -> None:
     """Extern nodes are never candidates (Inductor's unfusable_node); name them next to each
     producer and consumer anyway, so that every unfused neighbour has a reason."""
     writer = state.graph.writer()
@@ -322,7 +164,7 @@ def _extern_rejections(state: FusionState, rec: _Recorder) -> None:
                 rec.reject(state.group(w), state.group(n.name), v)
 
 
-def _final_rejections(state: FusionState, rec: _Recorder, opts: Options) -> tuple[Rejection, ...]:
+def _final_rejections(state: FusionState, rec: Recorder, opts: Options) -> tuple[Rejection, ...]:
     """Every node pair the search refused that ended in two kernels, with the reason the final
     kernels give (`final_reason`, as `fuseopt explain` does), not the verdict the search met last:
     that one saw intermediate groups and loop transformations, and so the order of the search.
@@ -385,7 +227,7 @@ def _round(
     state: FusionState,
     opts: Options,
     levels: dict[str, int],
-    rec: _Recorder,
+    rec: Recorder,
     rnd: int,
     reorder: ReorderHook | None,
     reorders: list[Reorder],

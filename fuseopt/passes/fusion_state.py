@@ -11,13 +11,17 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fuseopt.analysis.deps import Dep, NodeDeps, node_deps
 from fuseopt.analysis.metrics import AccessTable, Summary
 from fuseopt.ir.expr import Load
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, Node
 from fuseopt.passes.reach import Reach
+from fuseopt.plan import Decision
+
+if TYPE_CHECKING:
+    from fuseopt.passes.legality import Verdict
 
 
 @dataclass
@@ -54,6 +58,20 @@ class Group:
 
     def written_buffers(self) -> set[str]:
         return {d.buffer for d in self.writes}
+
+
+class Recorder:
+    """What a plan decided: its fusions, and the node pairs it refused (their reasons are asked
+    again of the final kernels)."""
+
+    def __init__(self, label: Callable[[Group], str]) -> None:
+        self.label = label
+        self.decisions: list[Decision] = []
+        self.rejected: set[tuple[str, str]] = set()
+
+    def reject(self, a: Group, b: Group, v: Verdict) -> None:
+        """Record a refusal: the verdict's two nodes where it names them, else the groups' labels."""
+        self.rejected.add(v.nodes or (self.label(a), self.label(b)))
 
 
 class FusionState:

@@ -2,8 +2,8 @@
 
 Every function returns a new `ComputeNode` (the input is never changed) whose loop box is in
 one-to-one correspondence with the old one and whose expressions are rewritten so that every point
-computes the same value at the same address. The proofs use sympy on expressions built directly
-(never parsed from text):
+computes the same value at the same address. The proofs are exact polynomial identities on
+expressions built directly (never parsed from text):
   - a permutation of loops is a bijection by construction (checked: the order is a permutation);
   - merging and re-factoring keep the row-major flat position: sum(old_i * T_i), with each old
     variable written in the new ones, must simplify to sum(new_j * S_j).
@@ -12,8 +12,7 @@ computes the same value at the same address. The proofs use sympy on expressions
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
 
 from fuseopt.errors import CheckFailed
 from fuseopt.ir.bounds import Linear, interval, linear_form
@@ -31,9 +30,6 @@ from fuseopt.ir.expr import (
     walk,
 )
 from fuseopt.ir.graph import ComputeNode, LoopVar
-
-if TYPE_CHECKING:
-    import sympy
 
 _I64 = DType.int64
 
@@ -152,60 +148,103 @@ _PROVEN: set[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]] = set()
 
 
 def _prove(old: Sequence[LoopVar], new: Sequence[LoopVar], mapping: dict[str, Expr]) -> None:
-    """Prove with sympy that `mapping` (old variables in new ones) is a bijection of the loop box.
+    """Prove that `mapping` (old variables in new ones) is a bijection of the loop box.
 
     Each new variable n is written in mixed-radix digits D = (n // a) % b, which must tile its
-    range exactly (then n = sum(D * a) over n's box: the mixed-radix identity). With every digit a
-    sympy symbol, the old row-major position sum(old_i * T_i) must expand to exactly the new one,
-    sum(n_j * S_j): a linear identity sympy checks. Equal positions on both sides of two row-major
-    factorizations of one box is a bijection.
+    range exactly (then n = sum(D * a) over n's box: the mixed-radix identity). With every digit an
+    unknown, the old row-major position sum(old_i * T_i) must expand to exactly the new one,
+    sum(n_j * S_j): a polynomial identity, checked exactly on the expanded forms (`_Poly`). Equal
+    positions on both sides of two row-major factorizations of one box is a bijection.
     """
-    import sympy  # 0.25 s to import: only a loop re-factoring needs it
+    digits: set[tuple[str, int, int | None]] = set()
 
-    digits: dict[tuple[str, int, int | None], sympy.Symbol] = {}
+    def digit(var: str, a: int, b: int | None) -> _Poly:
+        digits.add((var, a, b))
+        return _Poly.unknown((var, a, b))
 
-    def digit(var: str, a: int, b: int | None) -> sympy.Expr:
-        key = (var, a, b)
-        if key not in digits:
-            digits[key] = sympy.Symbol(f"D_{var}_{a}_{b}", integer=True, nonnegative=True)
-        return digits[key]
-
-    def conv(e: Expr) -> sympy.Expr:
+    def conv(e: Expr) -> _Poly:
         d = _as_digit(e)
         if isinstance(e, Var):
             return digit(e.name, 1, None)
         if d is not None and isinstance(d[0], Var):
             return digit(d[0].name, d[1], d[2])
-        if isinstance(e, Const):
-            return sympy.Integer(int(e.value))
+        if isinstance(e, Const) and isinstance(e.value, int):
+            return _Poly.constant(e.value)
         if isinstance(e, Binary) and e.op in ("add", "sub", "mul"):
             a, b = conv(e.a), conv(e.b)
-            return a + b if e.op == "add" else a - b if e.op == "sub" else a * b
+            return a + b if e.op == "add" else a + b.scaled(-1) if e.op == "sub" else a * b
         raise CheckFailed(f"loop re-factoring: {type(e).__name__} is not a digit expression")
 
     so = _suffix_products([lv.size for lv in old])
     sn = _suffix_products([lv.size for lv in new])
-    flat_old = sum((conv(mapping[lv.name]) * so[i + 1] for i, lv in enumerate(old)), sympy.Integer(0))
-    flat_new: sympy.Expr = sympy.Integer(0)
+    flat_old = _Poly.constant(0)
+    for i, lv in enumerate(old):
+        flat_old = flat_old + conv(mapping[lv.name]).scaled(so[i + 1])
+    flat_new = _Poly.constant(0)
     for j, lv in enumerate(new):
         used = sorted((a, b) for (v, a, b) in digits if v == lv.name)
-        value: sympy.Expr = sympy.Integer(0)
+        value = _Poly.constant(0)
         width = 1
         for a, b in used:  # digits must tile [0, size): a == product of the digits below it
             top = b is None or a * b >= lv.size
             if a != width or (b is not None and a * b > lv.size):
                 raise CheckFailed(f"loop re-factoring: digits of {lv.name} do not tile its range")
-            value += digit(lv.name, a, b) * a
+            value = value + digit(lv.name, a, b).scaled(a)
             width = lv.size if top else a * b  # type: ignore[operator]
         if lv.size > 1 and width != lv.size:
             raise CheckFailed(f"loop re-factoring: digits of {lv.name} do not cover its range")
-        flat_new += value * sn[j + 1]
+        flat_new = flat_new + value.scaled(sn[j + 1])
     # A size-1 loop's digits are 0 everywhere in the box.
-    zero = {sym: 0 for (v, _, _), sym in digits.items() if any(lv.name == v and lv.size == 1 for lv in new)}
-    if sympy.expand((flat_old - flat_new).subs(zero)) != 0:
+    ones = {lv.name for lv in new if lv.size == 1}
+    if (flat_old + flat_new.scaled(-1)).without(lambda d: d[0] in ones).terms:
         raise CheckFailed(
             f"loop re-factoring {[lv.size for lv in old]} -> {[lv.size for lv in new]} is not a bijection"
         )
+
+
+_Unknown = tuple[str, int, "int | None"]
+
+
+@dataclass(frozen=True)
+class _Poly:
+    """A polynomial with integer coefficients in unknowns, expanded: monomial (the sorted
+    unknowns, with repeats) -> a non-zero coefficient. Two polynomials are equal exactly when
+    their expanded forms are, so `p - q` with no terms proves p == q for every value."""
+
+    terms: dict[tuple[_Unknown, ...], int]
+
+    @staticmethod
+    def constant(c: int) -> _Poly:
+        return _Poly({(): c} if c else {})
+
+    @staticmethod
+    def unknown(u: _Unknown) -> _Poly:
+        return _Poly({(u,): 1})
+
+    def scaled(self, k: int) -> _Poly:
+        return _Poly({m: c * k for m, c in self.terms.items()} if k else {})
+
+    def __add__(self, other: _Poly) -> _Poly:
+        out = dict(self.terms)
+        for m, c in other.terms.items():
+            total = out.get(m, 0) + c
+            if total:
+                out[m] = total
+            else:
+                out.pop(m, None)
+        return _Poly(out)
+
+    def __mul__(self, other: _Poly) -> _Poly:
+        out = _Poly.constant(0)
+        for m1, c1 in self.terms.items():
+            for m2, c2 in other.terms.items():
+                key = tuple(sorted((*m1, *m2), key=lambda u: (u[0], u[1], -1 if u[2] is None else u[2])))
+                out = out + _Poly({key: c1 * c2})
+        return out
+
+    def without(self, zero: Callable[[_Unknown], bool]) -> _Poly:
+        """The polynomial with the unknowns `zero` names set to 0."""
+        return _Poly({m: c for m, c in self.terms.items() if not any(zero(u) for u in m)})
 
 
 def refactor(node: ComputeNode, new_loops: Sequence[LoopVar]) -> ComputeNode | None:

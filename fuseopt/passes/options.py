@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCORINGS = ("stable", "inductor")
@@ -21,12 +21,19 @@ class Options:
     pair_window: int = 64  # Inductor's max_fusion_buffer_group_pairwise_attempts
     max_distance: int = 64  # Inductor's are_long_distant_nodes limit (horizontal, inductor mode)
     max_rounds: int = 10
+    # Processes planning may use (`packing`: the natural plan in a child at the size cap). The
+    # plan is the same for any value, so it is neither compared nor recorded in the plan.
+    jobs: int = field(default=1, compare=False)
 
     def __post_init__(self) -> None:
         if self.scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {SCORINGS}")
         if not 1 <= self.max_fusion_size <= MAX_FUSION_SIZE_LIMIT:
             raise ValueError(f"max_fusion_size must be in 1..{MAX_FUSION_SIZE_LIMIT}")
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["jobs"]
+        return out
