@@ -2,15 +2,19 @@
 graphs, per graph family and size, and the kernel counts of issue #23's captured probe.
 
     python benchmarks/planner.py [--sizes 1000,2000,5000,10000] [--families graphgen,transposed,mixed]
-                                 [--cli] [--probe FILE ...] [--save]
+                                 [--jobs N] [--cli] [--repeat K] [--baseline DIR] [--probe FILE ...] [--save]
 
 Families are tests/fixtures/graphgen.py's `FAMILIES` (graphgen: blocks of mixed work; transposed: a
 chain where nearly every pair needs a loop permutation, reductions every 3 to 5 nodes; mixed: both).
 Each (family, size) runs in a fresh process: the graph's JSON text is loaded (`load_text`),
 planned (`optimize`, default options) and the plan serialised to JSON text; wall and CPU seconds of
-each step, and the process's peak resident set (ru_maxrss, generation included). CPU seconds are
-the figure to compare on a shared machine. --cli also times `fuseopt optimize FILE --format json
---emit none -o DIR` end to end (interpreter start and imports included) as a child process.
+each step (a child the planner forks counted in the plan's CPU seconds), and the process's peak
+resident set (ru_maxrss, generation included). --jobs is the planner's (default: the CPUs this
+process may use). --cli also times `fuseopt optimize FILE --format json --emit none -o DIR` end
+to end (interpreter start and imports included) as a child process, the median of --repeat runs;
+--baseline DIR times the same command from another checkout (DIR's `fuseopt` package) in
+alternation with this one, so that both see the same machine (timings here vary by 20% and more
+from one minute to the next).
 --probe plans captured probe graphs (`fuseopt capture` of the issue's program; their
 meta.inductor.kernel_count is Inductor's) and records both kernel counts. Prints JSON (format
 `fuseopt-bench-planner/1`); --save writes benchmarks/results/planner-<date>.json.
@@ -46,7 +50,12 @@ def _since(t: tuple[float, float]) -> dict[str, float]:
     return {"wall_s": round(w - t[0], 3), "cpu_s": round(c - t[1], 3)}
 
 
-def measure_one(family: str, n: int) -> dict[str, Any]:
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure_one(family: str, n: int, jobs: int) -> dict[str, Any]:
     """In this process: generate, then load + plan + plan JSON, timed step by step."""
     from fuseopt.io.load import load_text
     from fuseopt.passes.options import Options
@@ -57,9 +66,10 @@ def measure_one(family: str, n: int) -> dict[str, Any]:
     t = _clock()
     graph = load_text(text, f"{family}_{n}.json")
     load = _since(t)
-    t = _clock()
-    plan = optimize(graph, Options()).plan
+    t, forked = _clock(), _children_cpu()
+    plan = optimize(graph, Options(jobs=jobs)).plan
     planned = _since(t)
+    planned["cpu_s"] = round(planned["cpu_s"] + _children_cpu() - forked, 3)
     t = _clock()
     out = json.dumps(plan.to_json(), indent=2)
     dumped = _since(t)
@@ -77,30 +87,50 @@ def measure_one(family: str, n: int) -> dict[str, Any]:
     }
 
 
-def measure_cli(family: str, n: int) -> dict[str, Any]:
-    """`fuseopt optimize` as a child process on the family's graph file."""
+def measure_cli(family: str, n: int, repeat: int, baseline: str | None) -> dict[str, Any]:
+    """`fuseopt optimize` as a child process on the family's graph file: the median of `repeat`
+    runs, each beside a run of the `baseline` checkout's when one is given."""
     from tests.fixtures.graphgen import FAMILIES
 
+    runs: dict[str, list[tuple[float, float]]] = {"this": [], "baseline": []}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"{family}_{n}.json")
         with open(path, "w") as f:
             json.dump(FAMILIES[family](n, 0), f)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        cli = "from fuseopt.cli.main import main; main()"
-        cmd = [sys.executable, "-c", cli, "optimize", path, "--format", "json"]
-        subprocess.run(
-            [*cmd, "--emit", "none", "-o", os.path.join(tmp, "out")], check=True, capture_output=True
-        )
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        for _ in range(repeat):
+            for side, root in (("baseline", baseline), ("this", ROOT)):
+                if root is None:
+                    continue
+                before = _children_cpu()
+                t0 = time.perf_counter()
+                cli = "from fuseopt.cli.main import main; main()"
+                cmd = [sys.executable, "-c", cli, "optimize", path, "--format", "json"]
+                env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
+                subprocess.run(
+                    [*cmd, "--emit", "none", "-o", os.path.join(tmp, "out")],
+                    check=True,
+                    capture_output=True,
+                    cwd=tmp,
+                    env=env,
+                )
+                runs[side].append((time.perf_counter() - t0, _children_cpu() - before))
     # RUSAGE_CHILDREN's maxrss is the largest child so far: sizes run in ascending order.
-    return {
-        "wall_s": round(wall, 3),
-        "cpu_s": round(cpu, 3),
-        "peak_rss_mib": round(after.ru_maxrss / 1024, 1),
+    out: dict[str, Any] = {
+        "wall_s": _median([w for w, _ in runs["this"]]),
+        "cpu_s": _median([c for _, c in runs["this"]]),
+        "runs": len(runs["this"]),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
     }
+    if runs["baseline"]:
+        out["baseline_wall_s"] = _median([w for w, _ in runs["baseline"]])
+        out["baseline_cpu_s"] = _median([c for _, c in runs["baseline"]])
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return round(xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2, 3)
 
 
 def measure_probe(path: str) -> dict[str, Any]:
@@ -137,36 +167,49 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _commit(root: str) -> str:
+    proc = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip() or os.path.abspath(root)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", default="1000,2000,5000,10000")
     ap.add_argument("--families", default="graphgen,transposed,mixed")
+    ap.add_argument("--jobs", type=int, default=None, help="the planner's processes (default: the CPUs)")
     ap.add_argument("--cli", action="store_true", help="also time `fuseopt optimize` end to end")
+    ap.add_argument("--repeat", type=int, default=1, help="CLI runs per graph (the median is kept)")
+    ap.add_argument("--baseline", help="a checkout whose `fuseopt optimize` is timed alternately")
     ap.add_argument("--probe", nargs="*", default=[], help="captured probe graphs to plan")
     ap.add_argument("--one", nargs=2, metavar=("FAMILY", "N"), help=argparse.SUPPRESS)
     ap.add_argument("--save", action="store_true")
     args = ap.parse_args()
+    from fuseopt.passes.speculate import cpus
+
+    jobs = args.jobs or cpus()
     if args.one:
-        print(json.dumps(measure_one(args.one[0], int(args.one[1]))))
+        print(json.dumps(measure_one(args.one[0], int(args.one[1]), jobs)))
         return
     result: dict[str, Any] = {
         "format": RESULT_FORMAT,
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
+        "jobs": jobs,
+        "baseline": _commit(args.baseline) if args.baseline else None,
         "planner": [],
         "probe": [],
     }
     for family in args.families.split(","):
         for n in (int(s) for s in args.sizes.split(",")):
             proc = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--one", family, str(n)],
+                [sys.executable, os.path.abspath(__file__), "--one", family, str(n), "--jobs", str(jobs)],
                 check=True,
                 capture_output=True,
                 text=True,
             )
             row = json.loads(proc.stdout)
             if args.cli:
-                row["cli"] = measure_cli(family, n)
+                row["cli"] = measure_cli(family, n, args.repeat, args.baseline)
             print(json.dumps(row), file=sys.stderr)
             result["planner"].append(row)
     for path in args.probe:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from fuseopt.codegen.launch_configs import point_loads
+from fuseopt.codegen.launch_counts import point_loads
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import Planned, RowSplit, row_split

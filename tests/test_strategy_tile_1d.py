@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fuseopt.codegen.launch_configs import tile_loads
+from fuseopt.codegen.launch_counts import tile_loads
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import Tile1D, tile_1d

@@ -5,94 +5,13 @@ size comes from the target (`CodegenOptions.gpu`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-
-from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2, prod
-from fuseopt.codegen.indexing import Digit
+from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2
+from fuseopt.codegen.launch_counts import point_loads, tile_accesses, tile_loads
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
-from fuseopt.codegen.schedule import ComputeLaunch, Placement, digits_of
-from fuseopt.ir.bounds import linear_form
-from fuseopt.ir.expr import Binary, Expr, Reduce, Unary, Var, walk
-from fuseopt.ir.graph import Graph
-
-
-def x_contiguous(along: dict[str, int], ratio: int) -> bool:
-    """Whether the tile reads or writes a large share of its data contiguously along x (an outer
-    or transposed reduction), so that rows of x are worth widening.
-
-    Each distinct access counts the elements it touches (a broadcast along x, such as a bias
-    indexed by r, touches only its own few). An access contiguous along x moves XBLOCK elements
-    per memory segment, so narrow tiles waste bandwidth on it; an access contiguous along r is
-    indifferent to XBLOCK. So 1/`ratio` as many bytes along x as along r already decide
-    (softmax_bias_t: the input along x, the output along r).
-    """
-    return along["xindex"] > 0 and ratio * along["xindex"] >= along["r0_index"]
-
-
-def contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int], int]:
-    """Bytes the tile's distinct accesses touch, by the axis each is contiguous along (xindex,
-    r0_index), and the smallest itemsize among those contiguous along x (0: none)."""
-    sizes = {a.name: a.numel for a in launch.axes}
-    seen: set[tuple[str, Expr]] = set()
-    along = {"xindex": 0, "r0_index": 0}
-    x_item = 0
-    for p in launch.placements:
-        if p.role not in ("inner", "reduction"):
-            continue
-        digits = digits_of(p, sizes)
-        for buf, index, _ in launch_accesses(graph, launch, p):
-            d, _ = unit_digit(index, digits)  # None unless the index is affine in loop variables
-            if d is None or d.div != 1 or d.base not in along or (buf, index) in seen:
-                continue
-            seen.add((buf, index))
-            item = graph.buffer(buf).dtype.itemsize
-            along[d.base] += _touched(index, p.node.var_sizes) * item
-            if d.base == "xindex":
-                x_item = min(x_item or item, item)
-    return along, x_item
-
-
-def read_bytes(graph: Graph, launch: ComputeLaunch) -> int:
-    """The smallest itemsize among the tile's global reads (0: none): every loop of the kernel
-    reads at least that much a point."""
-    produced = launch.producer()
-    return min(
-        (
-            graph.buffer(ld.buffer).dtype.itemsize
-            for p in launch.placements
-            if p.role in ("inner", "reduction")
-            for ld in p.node.reads()
-            if ld.buffer not in produced
-        ),
-        default=0,
-    )
-
-
-def _touched(index: Expr, var_sizes: dict[str, int]) -> int:
-    """How many points an affine index of loop variables can touch: the product of their sizes."""
-    return prod(var_sizes.get(atom.name, 1) for atom, _ in linear_form(index).coeffs if isinstance(atom, Var))
-
+from fuseopt.codegen.schedule import ComputeLaunch
+from fuseopt.ir.expr import Reduce
 
 # Unary and binary functions that run on the special-function units (exp, log, sqrt, sin, ...).
-_SFU_OPS = frozenset(
-    {"exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh"}
-    | {"sigmoid", "erf", "pow", "atan2"}
-)
-
-
-def sfu_per_point(launch: ComputeLaunch) -> bool:
-    """Whether some point of the tile (not just a row of x) runs a special-function op: one whose
-    operands vary along r (`exp(x[...r...] - max)` does; `rsqrt(var[x0] + eps)` does not)."""
-    sizes = {a.name: a.numel for a in launch.axes}
-    for p in launch.placements:
-        if p.role not in ("inner", "reduction"):
-            continue
-        per_point = {v for v, d in digits_of(p, sizes).items() if d is not None and d.base != "xindex"}
-        for e in walk(p.node.value):
-            sfu = isinstance(e, (Unary, Binary)) and e.op in _SFU_OPS
-            if sfu and any(isinstance(v, Var) and v.name in per_point for v in walk(e)):
-                return True
-    return False
 
 
 def cluster_pays(
@@ -255,7 +174,7 @@ def configs_reduction(
         # Each row of the tile reads XBLOCK contiguous elements of an access contiguous along x:
         # fewer than `looped_outer_x_bytes` leave part of every memory sector it fetches unused.
         xb = max(xb, min(xcap, t.looped_max_xblock, t.max_xblock, next_power_of_2(-(-t.looped_outer_x_bytes // x_item))))
-    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
+    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * tile_accesses(launch))))
     xb, rb = max(1, min(xcap, xb, t.max_xblock)), min(rcap, t.max_r0_block, rb)
     # Little's law: a multiprocessor keeps bandwidth x latency bytes in flight only if its programs
     # read that much an iteration. Rows too few for `looped_programs_per_multiprocessor` programs
@@ -319,7 +238,7 @@ def split_reduction(
     t = o.tuning
     xnumel, rnumel = launch.axes[0].numel, launch.axes[1].numel
     xb = max(1, min(t.split_xblock, t.max_xblock, next_power_of_2(xnumel)))
-    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * _tile_accesses(launch))))
+    rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * tile_accesses(launch))))
     rb = max(1, min(rb, t.max_r0_block, next_power_of_2(rnumel)))
     xtiles = cdiv(xnumel, xb)
     if xtiles >= o.split_target:
@@ -349,7 +268,7 @@ def split_reduction(
         min(
             t.max_r0_block,
             t.split_max_r0_block,
-            _prev_power_of_2(max(1, t.split_wide_elements // (xb * _tile_accesses(launch)))),
+            _prev_power_of_2(max(1, t.split_wide_elements // (xb * tile_accesses(launch)))),
         ),
     )
     while wide > rb and chunk % wide:
@@ -392,37 +311,6 @@ def finish_config(xnumel: int, chunks: int, o: CodegenOptions) -> LaunchConfig:
     return LaunchConfig(
         (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, tu.reduction_points_per_warp, tu.finish_max_warps)
     )
-
-
-def launch_accesses(graph: Graph, launch: ComputeLaunch, p: Placement) -> Iterator[tuple[str, Expr, int]]:
-    """(buffer, index, bytes) of each global memory access of a placed node (fused reads
-    excluded)."""
-    produced = launch.producer()
-    node = p.node
-    for ld in node.reads():
-        if ld.buffer not in produced:
-            yield ld.buffer, ld.index, graph.buffer(ld.buffer).dtype.itemsize * node.numel * node.rnumel
-    if node.output in launch.stores:
-        yield node.output, node.store.index, graph.buffer(node.output).dtype.itemsize * node.numel
-
-
-def unit_digit(index: Expr, digits: dict[str, Digit | None]) -> tuple[Digit | None, bool]:
-    """The digit along which `index` is contiguous (coefficient 1), and whether the index varies
-    along any axis's fastest digit (div 1). Non-affine indices give (None, False)."""
-    f = linear_form(index)
-    best: Digit | None = None
-    fastest = False
-    for atom, k in f.coeffs:
-        if not isinstance(atom, Var):
-            return None, False
-        d = digits.get(atom.name)
-        if d is None:
-            continue
-        if d.div == 1:
-            fastest = True
-        if k == 1 and (best is None or d.div < best.div):
-            best = d
-    return best, fastest
 
 
 def _prev_power_of_2(n: int) -> int:
@@ -477,57 +365,3 @@ def configs_unrolled(
     return default, unique_configs(default, [first, cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
 
 
-def point_loads(launch: ComputeLaunch) -> int:
-    """Distinct global loads a point of a 2D row tile that read a distinct element at every
-    point, varying along both of its axes (one the tile's rows or columns share is a value a row
-    or a column of a thread), each point of an unrolled reduction its own; reads of buffers the
-    kernel produces are fused. At least one."""
-    produced = launch.producer()
-    tile = {f"{a.name}index" for a in launch.axes if a.name != "r0_"}
-    sizes = {a.name: a.numel for a in launch.axes}
-    sizes.setdefault("r0_", max((p.node.rnumel for p in launch.placements), default=1))
-    n = 0
-    for p in launch.placements:
-        digits = digits_of(p, sizes)
-        every = {
-            (ld.buffer, ld.index)
-            for ld in p.node.reads()
-            if ld.buffer not in produced and tile <= _bases(ld.index, digits)
-        }
-        n += len(every) * (p.node.rnumel if p.role == "reduction" else 1)
-    return max(1, n)
-
-
-def _bases(index: Expr, digits: Mapping[str, Digit | None]) -> set[str]:
-    """The axes an index varies along (a flat base counts for each of its axes)."""
-    out: set[str] = set()
-    for v in walk(index):
-        if isinstance(v, Var) and (d := digits.get(v.name)) is not None:
-            if d.base.startswith("flat_"):
-                out.update(f"{a}index" for a in d.base.removeprefix("flat_").split("_"))
-            else:
-                out.add(d.base)
-    return out
-
-
-def _tile_accesses(launch: ComputeLaunch) -> int:
-    """Global loads and stores in a reduction kernel's loop body (reads of fused buffers excluded)."""
-    produced = launch.producer()
-    n = 0
-    for p in launch.placements:
-        if p.role in ("inner", "reduction"):
-            n += _distinct_reads(p, produced)
-            n += int(p.role == "inner" and p.node.output in launch.stores)
-    return max(1, n)
-
-
-def tile_loads(launch: ComputeLaunch) -> int:
-    """Distinct global loads a point of a pointwise tile (reads of buffers the kernel produces
-    are fused, not loaded), at least one."""
-    produced = launch.producer()
-    return max(1, sum(_distinct_reads(p, produced) for p in launch.placements))
-
-
-def _distinct_reads(p: Placement, produced: Mapping[str, Placement]) -> int:
-    """A node's distinct global loads (reads of buffers the kernel produces are fused)."""
-    return len({(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced})

@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from fuseopt.passes.fusion import ReorderHook
 
 MAX_REPLANS = 3
-# Smallest graph whose natural plan is made in a child process: below it planning takes well
-# under 0.2 s, which a fork and a replay would eat (benchmarks/results/planner-2026-12-04.json).
-PARALLEL_MIN_NODES = 1000
+# Smallest graph whose natural plan is made in a child process: from 500 nodes the fork saves
+# 15-20% of planning (0.30 -> 0.25 s), below it a few ms (benchmarks/results/planner-2026-12-04.json)
+PARALLEL_MIN_NODES = 500
 
 Planned = tuple[FusionState, Recorder, list[Reorder]]
 Seeds = tuple[tuple[str, str], ...]

@@ -8,15 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from fuseopt.codegen.launch_configs import (
-    cluster_pays,
-    clustered_config,
-    configs_reduction,
-    contiguous_bytes,
-    sfu_per_point,
-    unique_configs,
-    x_contiguous,
-)
+from fuseopt.codegen.launch_configs import cluster_pays, clustered_config, configs_reduction, unique_configs
+from fuseopt.codegen.launch_counts import contiguous_bytes, sfu_per_point, x_contiguous
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned

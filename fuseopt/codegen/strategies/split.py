@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from fuseopt.codegen.launch_configs import contiguous_bytes, split_reduction, x_contiguous
+from fuseopt.codegen.launch_configs import split_reduction
+from fuseopt.codegen.launch_counts import contiguous_bytes, x_contiguous
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from fuseopt.codegen.launch_configs import configs_2d, launch_accesses, unit_digit
+from fuseopt.codegen.launch_configs import configs_2d
+from fuseopt.codegen.launch_counts import launch_accesses, unit_digit
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, digits_of
 from fuseopt.codegen.strategies.base import Planned
