@@ -107,7 +107,14 @@ class NodeDeps:
 def canonical_dep(buffer: str, index: Expr, loops: Sequence[LoopVar], *, merge: bool = True) -> Dep:
     """The canonical MemoryDep of `buffer[index]` over `loops` (outer first)."""
     form = _canonical(index, tuple(loops), merge)
-    return StarDep(buffer) if form is None else MemoryDep(buffer, *form)
+    return StarDep(buffer) if form is None else _memory_dep(buffer, form)
+
+
+@lru_cache(maxsize=65536)
+def _memory_dep(buffer: str, form: _Form) -> MemoryDep:
+    """One MemoryDep object for equal dependencies (the planner asks about the same accesses of
+    transformed nodes again and again): built once, and compared by identity first."""
+    return MemoryDep(buffer, *form)
 
 
 # (terms, const, sizes) of a MemoryDep, or None for an indirect index (a StarDep)

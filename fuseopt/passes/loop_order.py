@@ -209,8 +209,9 @@ class LoopOrder:
         self, node: ComputeNode, ld: Load, is_store: bool, target: MemoryDep
     ) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
         """The (loop order, reduce order) permutations that make this access equal to target
-        (memoised by the access's content: many nodes of a graph repeat one access pattern)."""
-        mkey = (ld.buffer, ld.index, node.loops, node.reduce, is_store, target)
+        (memoised by the access's content: many nodes of a graph repeat one access pattern over
+        other buffers; the target is an access of the same buffer, so its form decides)."""
+        mkey = (ld.index, node.loops, node.reduce, is_store, target.terms, target.const, target.sizes)
         hit = self._matches.get(mkey)
         if hit is None:
             hit = self._matches[mkey] = tuple(_permutations_matching(node, ld, is_store, target))

@@ -8,8 +8,9 @@ transfer. Both sides compute exactly what a single process would: the parent dec
 same numbers, so the plan never depends on whether a child was used.
 
 The child writes only to its own pipe and leaves with `os._exit` (no atexit handlers, no flush
-of buffers it inherited). A child that fails, or dies, answers None: the caller then does the
-work itself. Where `os.fork` does not exist, `start` returns None.
+of buffers it inherited); it is killed when the parent ends, however the parent ends. A child
+that fails, or dies, answers None: the caller then does the work itself. Where `os.fork` does not
+exist, `start` returns None.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import pickle
 import signal
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -33,6 +35,21 @@ def cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+def _die_with(parent: int) -> None:
+    """In the child: end when the parent ends, however it ends (Linux; elsewhere the child ends
+    at its next write to the closed pipe)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _send(fd: int, payload: bytes) -> None:
@@ -74,12 +91,14 @@ class Forked(Generic[S, R]):
             return None
         from_child, child_out = os.pipe()
         child_in, to_child = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child
             os.close(from_child)
             os.close(to_child)
             code = 1
             try:
+                _die_with(parent)
                 summary, full = work()
                 _send(child_out, pickle.dumps(("ok", summary), protocol=pickle.HIGHEST_PROTOCOL))
                 if os.read(child_in, 1) == b"1":
