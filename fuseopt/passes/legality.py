@@ -143,9 +143,16 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
         if cached.ok and state.would_create_cycle(g1, g2):
             return _cycle_verdict(state, g1, g2, cached.memory) if state.detailed else _SEARCH_CYCLE
         return cached
-    if not state.before(g1, g2):
+    # `state.before`, keeping whether the first reaches the second (asked by several rules)
+    reaches = state.reach.reaches
+    if reaches(g2.gid, g1.gid):
         g1, g2 = g2, g1
-    v = _check(state, g1, g2, opts)
+        forward = True
+    else:
+        forward = reaches(g1.gid, g2.gid)
+        if not forward and (state.label(g2) < state.label(g1) if state.by_name else g2.gid < g1.gid):
+            g1, g2 = g2, g1
+    v = _check(state, g1, g2, opts, forward)
     if v.intrinsic or v.ok or v.reason == "would_create_cycle":
         # one entry per pair of groups, for their latest versions (a pair's older verdicts are
         # never asked for again, or recomputed alike after a rolled-back transformation)
@@ -169,23 +176,25 @@ def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int, *, ord
     )
 
 
-def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
-    lib = _library_rule(state, g1, g2)
-    if lib is not None:
-        return lib
-    sizes = _numel_rule(g1, g2)
-    if sizes is not None:
-        return sizes
+def _check(state: FusionState, g1: Group, g2: Group, opts: Options, forward: bool) -> Verdict:
+    """The rules for g1 before g2; `forward`: g1 reaches g2."""
+    if g1.kind != "pointwise" or g2.kind != "pointwise" or g1.numel != g2.numel:
+        lib = _library_rule(state, g1, g2)
+        if lib is not None:
+            return lib
+        sizes = _numel_rule(g1, g2)
+        if sizes is not None:
+            return sizes
     # While the search runs, a pair that closes a cycle is refused as one before the costly
     # rules: whichever rule fails first, the pair is refused, no loop transformation can cure a
     # cycle, and the reason a plan reports is asked again of the final kernels. Only the size cap
     # comes first (a pair refused for it makes the planner pack the cap).
     search = not state.detailed and len(g1.members) + len(g2.members) <= opts.max_fusion_size
-    if search and state.closes_cycle(g1, g2):
-        return _SEARCH_CYCLE
+    if search and forward and (g2.gid not in g1.succ or state.reach.reaches_around(g1.gid, g2.gid)):
+        return _SEARCH_CYCLE  # state.closes_cycle
 
     memory = shared_memory_bytes(state, g1, g2)
-    if memory == 0 or memory < opts.memory_threshold and not state.is_ancestor(g1, g2):
+    if memory == 0 or memory < opts.memory_threshold and not forward:
         mismatch = _shared_buffer_mismatch(state, g1, g2, intrinsic=memory == 0)
         if mismatch is None:
             mismatch = Verdict.no(
@@ -211,7 +220,7 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options) -> Verdict:
             memory,
         )
 
-    vertical = state.is_ancestor(g1, g2)
+    vertical = forward
     if vertical:
         v = _vertical_rule(state, g1, g2)
         if v is not None:
