@@ -136,7 +136,7 @@ def stable_fuse(
     def key(g: Group) -> GroupKey:
         return (min(levels[m] for m in g.members), g.min_name)
 
-    index = _BufferIndex(state, key)
+    index: _BufferIndex  # built once the seeds are fused (it is what a fresh build after them gives)
     # (negated score terms, transformed, tie-break names, gid, version, gid, version, pending): the
     # score is rebuilt from its terms when a pair is taken (a fan of 20,000 users queues over a
     # million pairs); pending -1, or the pair's verdict (in `pending`) before the loop
@@ -259,10 +259,10 @@ def stable_fuse(
             g1, g2 = g2, g1
         seed_score = stable_score(state, g1, g2, v.memory, levels)
         pair = (state.label(g1), state.label(g2))
-        merged = state.fuse(g1, g2)
-        index.replace(merged.gid, g2.gid if merged.gid == g1.gid else g1.gid)
+        state.fuse(g1, g2)
         decisions.append(Decision(len(decisions), pair, "fuse", seed_score.to_json(), 0, v.kind))
 
+    index = _BufferIndex(state, key)
     phase = 0
     for hook in (None, reorder) if reorder is not None else (None,):
         transforms = hook
