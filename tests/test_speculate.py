@@ -151,3 +151,31 @@ def _chains(count: int, length: int) -> dict[str, Any]:
             prev = out
         buffers[prev]["role"] = "output"
     return {"format": "fuseopt-graph/1", "name": "chains", "buffers": buffers, "nodes": nodes}
+
+
+def test_optimize_jobs_gives_the_same_files(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fuseopt optimize --jobs 2` on a capped graph of PARALLEL_MIN_NODES nodes forks a child and
+    writes the bytes `--jobs 1` writes (plan.json and kernels.py)."""
+    from click.testing import CliRunner
+
+    from fuseopt.cli.main import cli
+
+    n = packing.PARALLEL_MIN_NODES
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(FAMILIES["transposed"](n, 5, 8, 16)))
+    started: list[int] = []
+    real = speculate.Forked.start
+
+    def start(work: Any) -> Any:
+        started.append(1)
+        return real(work)
+
+    monkeypatch.setattr(speculate.Forked, "start", staticmethod(start))
+    out = {}
+    for jobs in (1, 2):
+        args = ["optimize", str(path), "-o", str(tmp_path / f"o{jobs}"), "--jobs", str(jobs)]
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, res.output
+        out[jobs] = [(tmp_path / f"o{jobs}" / f).read_bytes() for f in ("plan.json", "kernels.py")]
+        assert len(started) == jobs - 1  # a child for --jobs 2 only
+    assert out[1] == out[2]
