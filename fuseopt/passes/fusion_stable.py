@@ -32,7 +32,7 @@ from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
 from fuseopt.passes.loop_order import Proposal
 from fuseopt.passes.options import Options
-from fuseopt.passes.scoring import Score, stable_score
+from fuseopt.passes.scoring import Score, stable_score, stable_terms
 from fuseopt.plan import Decision, Reorder
 
 if TYPE_CHECKING:
@@ -169,11 +169,11 @@ def stable_fuse(
             pending.append(v)
         if not state.before(g1, g2):
             g1, g2 = g2, g1
-        s = stable_score(state, g1, g2, v.memory if v.ok else 1, levels)
+        (t0, t1, t2, t3), names = stable_terms(state, g1, g2, v.memory if v.ok else 1, levels)
         item = (
-            tuple(-t for t in s.terms),
+            (-t0, -t1, -t2, -t3),
             int(pid >= 0),  # at equal scores, a pair that needs no loop transformation first
-            s.tiebreak,
+            names,
             g1.gid,
             state.version[g1.gid],
             g2.gid,

@@ -76,14 +76,21 @@ def inductor_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:
 def stable_score(state: FusionState, g1: Group, g2: Group, memory: int, levels: dict[str, int]) -> Score:
     """The pair's score. It depends on `memory` only through memory > 0, which every legal pair
     has: the fusion loop scores a pair whose loop transformation it has yet to find as if shared."""
+    return Score("stable", *stable_terms(state, g1, g2, memory, levels))
+
+
+def stable_terms(
+    state: FusionState, g1: Group, g2: Group, memory: int, levels: dict[str, int]
+) -> tuple[tuple[int, int, int, int], tuple[str, str]]:
+    """`stable_score`'s terms and tie-break names (the queue keeps these, not a Score)."""
     summaries = (state.summary(g1), state.summary(g2))
     saved = state.access.saved_bytes(g1.members, g2.members, summaries, (g1.member_set, g2.member_set))
     node_type = int(g1.is_reduction == g2.is_reduction and memory > 0)
     lo1, hi1 = state.level_range(g1, levels)
     lo2, hi2 = state.level_range(g2, levels)
     closeness = -max(abs(lo1 - hi2), abs(lo2 - hi1))
-    names = tuple(sorted((state.label(g1), state.label(g2))))
-    return Score("stable", (_template_score(g1, g2, memory), saved, node_type, closeness), names)
+    a, b = state.label(g1), state.label(g2)
+    return (_template_score(g1, g2, memory), saved, node_type, closeness), ((a, b) if a < b else (b, a))
 
 
 def stable_sort(items: list[tuple[Score, Any]]) -> list[tuple[Score, Any]]:
