@@ -140,10 +140,10 @@ def stable_plan(
     if not sizes or sizes[0] <= opts.max_fusion_size:
         return plan((), fresh)  # the cap cannot refuse a pair
     fewest = fewest_kernels(graph, opts, sizes)
-    fill = fill_seeds(graph, levels)
     child = None
     if opts.jobs > 1 and len(graph.nodes) >= PARALLEL_MIN_NODES:
         child = speculate.Forked.start(lambda: _natural_line(plan((), fresh)))
+    fill = fill_seeds(graph, levels)
     if child is None:
         natural = plan((), fresh)
         if len(natural[0].groups) <= fewest:
