@@ -8,9 +8,10 @@ transfer. Both sides compute exactly what a single process would: the parent dec
 same numbers, so the plan never depends on whether a child was used.
 
 The child writes only to its own pipe and leaves with `os._exit` (no atexit handlers, no flush
-of buffers it inherited); it is killed when the parent ends, however the parent ends. A child
-that fails, or dies, answers None: the caller then does the work itself. Where `os.fork` does not
-exist, `start` returns None.
+of buffers it inherited); on Linux it is killed when the parent ends, however the parent ends. A
+child that fails, or dies, answers None: the caller then does the work itself. Where `os.fork`
+does not exist, `start` returns None. The pipe carries pickles that this process's own child made
+of its own objects (`pickle.dumps`); nothing read from input is ever unpickled.
 """
 
 from __future__ import annotations
