@@ -29,6 +29,7 @@ import os
 import platform
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -128,9 +129,7 @@ def measure_cli(family: str, n: int, repeat: int, baseline: str | None) -> dict[
 
 
 def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return round(xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2, 3)
+    return round(statistics.median(xs), 3)
 
 
 def measure_probe(path: str) -> dict[str, Any]:

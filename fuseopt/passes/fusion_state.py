@@ -228,9 +228,8 @@ class FusionState:
         return self.reach.reaches_around(a.gid, b.gid)
 
     def closes_cycle(self, a: Group, b: Group) -> bool:
-        """would_create_cycle for a pair in `before` order (b does not reach a)."""
-        if not self.reach.reaches(a.gid, b.gid):
-            return False
+        """would_create_cycle for a pair where a is known to reach b: a path a -> b that is not
+        the direct edge, or leaves a by another successor."""
         return b.gid not in a.succ or self.reach.reaches_around(a.gid, b.gid)
 
     def path_via(self, a: Group, b: Group) -> list[str]:

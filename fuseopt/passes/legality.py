@@ -190,8 +190,8 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options, forward: boo
     # cycle, and the reason a plan reports is asked again of the final kernels. Only the size cap
     # comes first (a pair refused for it makes the planner pack the cap).
     search = not state.detailed and len(g1.members) + len(g2.members) <= opts.max_fusion_size
-    if search and forward and (g2.gid not in g1.succ or state.reach.reaches_around(g1.gid, g2.gid)):
-        return _SEARCH_CYCLE  # state.closes_cycle
+    if search and forward and state.closes_cycle(g1, g2):
+        return _SEARCH_CYCLE
 
     memory = shared_memory_bytes(state, g1, g2)
     if memory == 0 or memory < opts.memory_threshold and not forward:
@@ -234,9 +234,7 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options, forward: boo
     shape = _shape_rule(state, g1, g2)
     if isinstance(shape, Verdict):
         return replace(shape, memory=memory)
-    # state.would_create_cycle, knowing g1 goes first (g2 does not reach it): a path g1 -> g2 that
-    # is not the direct edge, or leaves g1 by another successor
-    if vertical and (g2.gid not in g1.succ or state.reach.reaches_around(g1.gid, g2.gid)):
+    if vertical and state.closes_cycle(g1, g2):
         return _cycle_verdict(state, g1, g2, memory, ordered=True)
     kind = shape if shape else ("vertical" if vertical else "horizontal")
     return Verdict(True, kind=kind, memory=memory)

@@ -117,6 +117,7 @@ class Forked(Generic[S, R]):
         """The child's summary (waits for it); None if the child failed."""
         if self._summary is None:
             raw = _recv(self._from)
+            # safe: bytes our own forked child pickled from its own objects, never input text
             message = pickle.loads(raw) if raw is not None else ("failed", None)
             self._summary = message
         status, value = self._summary
@@ -132,6 +133,7 @@ class Forked(Generic[S, R]):
         except BrokenPipeError:
             return None
         raw = _recv(self._from)
+        # safe: bytes our own forked child pickled from its own objects, never input text
         out: R | None = pickle.loads(raw) if raw is not None else None
         self.close()
         return out
