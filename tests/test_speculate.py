@@ -179,3 +179,38 @@ def test_optimize_jobs_gives_the_same_files(tmp_path: Any, monkeypatch: pytest.M
         out[jobs] = [(tmp_path / f"o{jobs}" / f).read_bytes() for f in ("plan.json", "kernels.py")]
         assert len(started) == jobs - 1  # a child for --jobs 2 only
     assert out[1] == out[2]
+
+
+def test_the_unfused_plan_is_made_while_the_child_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline's unfused plan (the graph's hash, the unfused metrics) is made in the parent
+    between its packed line and the child's answer, once, and only when a child plans; the
+    plan is the one a single process makes."""
+    from fuseopt.passes import pipeline
+
+    g = load_text(json.dumps(FAMILIES["transposed"](60, 3, 8, 16)), "g.json")
+    made: list[tuple[int, bool]] = []
+    real = pipeline.Baseline.plan
+
+    def plan(self: Any) -> Any:
+        made.append((os.getpid(), self._plan is None))
+        return real(self)
+
+    monkeypatch.setattr(pipeline.Baseline, "plan", plan)
+    one = _plan_text(g, Options(max_fusion_size=8))
+    at_build = list(made)
+    made.clear()
+    calls: list[str] = []
+    real_summary = speculate.Forked.summary
+
+    def summary(self: Any) -> Any:
+        calls.append("summary" if made else "summary before the unfused plan")
+        return real_summary(self)
+
+    with monkeypatch.context() as m:
+        started = _forks(m)
+        m.setattr(speculate.Forked, "summary", summary)
+        two = _plan_text(g, Options(max_fusion_size=8, jobs=2))
+    assert two == one and started
+    assert at_build[0] == (os.getpid(), True)  # one process: made when the plan is built
+    assert made[0] == (os.getpid(), True) and calls[0] == "summary"  # two: before the child's answer
+    assert all(not fresh for _, fresh in made[1:])  # made once

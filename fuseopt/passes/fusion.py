@@ -19,6 +19,7 @@ stranded by the cap).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -104,7 +105,11 @@ def dag_levels(graph: Graph) -> dict[str, int]:
     return level
 
 
-def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> FusionResult:
+def fuse(
+    graph: Graph, opts: Options, reorder: ReorderHook | None = None, *, meanwhile: Callable[[], object] | None = None
+) -> FusionResult:
+    """Plan fusion. `meanwhile`: work of the caller's that does not depend on the plan, run while
+    a forked child plans (`packing.stable_plan`), if one does; nothing else calls it."""
     deps: dict[str, NodeDeps] = graph_deps(graph)  # the state's copy changes as loops transform
     if opts.scoring == "inductor":
         numbers = {name: i for i, name in enumerate(inductor_node_order(graph))}
@@ -119,7 +124,9 @@ def fuse(graph: Graph, opts: Options, reorder: ReorderHook | None = None) -> Fus
 
     hook = reorder if opts.loop_order else None
     if opts.scoring == "stable":
-        state, rec, reorders = stable_plan(graph, deps, opts, levels, numbers, hook, (state, rec, reorders))
+        state, rec, reorders = stable_plan(
+            graph, deps, opts, levels, numbers, hook, (state, rec, reorders), meanwhile
+        )
     else:
         rounds = 0
         for rnd in range(opts.max_rounds):

@@ -17,20 +17,55 @@ from fuseopt.ir.serialize import graph_sha256
 from fuseopt.passes.fusion import FusionResult, fuse
 from fuseopt.passes.loop_order import LoopOrder, merge_loops, normalize_loops
 from fuseopt.passes.options import Options
-from fuseopt.plan import Kernel, Plan
+from fuseopt.plan import Kernel, Plan, Reorder
 from fuseopt.util import gc_paused
+
+
+class Baseline:
+    """The unfused plan of the graph as loaded (every node its own kernel): its content hash,
+    kernels and metrics, made on first use. At the size cap the fusion pass asks for it while a
+    forked child makes the natural plan (`fuse(meanwhile=...)`), where it costs no wall time;
+    otherwise the first plan built from it does."""
+
+    def __init__(self, graph: Graph, table: AccessTable) -> None:
+        self._graph, self._table = graph, table
+        self._plan: Plan | None = None
+
+    def plan(self) -> Plan:
+        if self._plan is None:
+            graph, table = self._graph, self._table
+            kernels = tuple(_kernel(graph, table, f"k{i}", (n.name,)) for i, n in enumerate(graph.nodes))
+            total = sum(k.bytes for k in kernels)
+            metrics = {
+                "kernels": len(kernels),
+                "bytes": total,
+                "unfused_kernels": len(kernels),
+                "unfused_bytes": total,
+            }
+            self._plan = Plan(graph.name, graph_sha256(graph), kernels, metrics=metrics)
+        return self._plan
 
 
 @dataclass(frozen=True)
 class Stage:
-    """The value threaded through the pipeline: the graph as transformed so far and the plan."""
+    """The value threaded through the pipeline: the graph as transformed so far and the plan
+    (`planned`; before any pass that plans, the unfused plan with the loop reorders so far)."""
 
     graph: Graph
-    plan: Plan
+    baseline: Baseline = field(compare=False, repr=False)
+    planned: Plan | None = None
+    reorders: tuple[Reorder, ...] = ()  # loop reorders of the passes before fusion
     fusion: FusionResult | None = field(default=None, compare=False, repr=False)
     source: Graph | None = field(default=None, compare=False, repr=False)  # the graph as loaded
     # Per-node access counts: loop transformations keep them, so one table serves every pass.
     access: AccessTable | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def plan(self) -> Plan:
+        if self.planned is not None:
+            return self.planned
+        base = self.baseline.plan()
+        return dataclasses.replace(base, reorders=self.reorders) if self.reorders else base
 
     @property
     def plan_source(self) -> Graph:
@@ -52,15 +87,20 @@ def normalize_pass(stage: Stage, opts: Options) -> Stage:
         return stage
     if opts.scoring == "stable":  # by node, not by list position
         records = sorted(records, key=lambda r: r.node)
-    plan = dataclasses.replace(stage.plan, reorders=(*stage.plan.reorders, *records))
-    return dataclasses.replace(stage, graph=graph, plan=plan)
+    if stage.planned is not None:
+        plan = dataclasses.replace(stage.planned, reorders=(*stage.planned.reorders, *records))
+        return dataclasses.replace(stage, graph=graph, planned=plan)
+    return dataclasses.replace(stage, graph=graph, reorders=(*stage.reorders, *records))
 
 
 def fusion_pass(stage: Stage, opts: Options) -> Stage:
     """Fusion, with the loop-order pass as its reorder hook (unless --no-loop-order)."""
-    result = fuse(stage.graph, opts, LoopOrder() if opts.loop_order else None)
-    result = dataclasses.replace(result, reorders=(*stage.plan.reorders, *result.reorders))
-    return dataclasses.replace(stage, graph=result.graph, plan=build_plan(stage, result, opts), fusion=result)
+    before = stage.planned.reorders if stage.planned is not None else stage.reorders
+    # The unfused plan (its hash above all) is made while a forked child plans, if one does.
+    result = fuse(stage.graph, opts, LoopOrder() if opts.loop_order else None, meanwhile=stage.baseline.plan)
+    result = dataclasses.replace(result, reorders=(*before, *result.reorders))
+    plan = build_plan(stage, result, opts)
+    return dataclasses.replace(stage, graph=result.graph, planned=plan, fusion=result)
 
 
 def merge_pass(stage: Stage, opts: Options) -> Stage:
@@ -72,7 +112,7 @@ def merge_pass(stage: Stage, opts: Options) -> Stage:
     if not merges:
         return stage
     fusion = dataclasses.replace(stage.fusion, graph=graph, reorders=(*stage.fusion.reorders, *merges))
-    return dataclasses.replace(stage, graph=graph, plan=build_plan(stage, fusion, opts), fusion=fusion)
+    return dataclasses.replace(stage, graph=graph, planned=build_plan(stage, fusion, opts), fusion=fusion)
 
 
 PIPELINE: tuple[tuple[str, Pass], ...] = (
@@ -83,19 +123,20 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
 
 
 def build_plan(stage: Stage, result: FusionResult, opts: Options) -> Plan:
-    """The plan of a fusion result; hash and unfused metrics come from the stage's initial plan."""
+    """The plan of a fusion result; hash and unfused metrics come from the stage's unfused plan."""
     graph = result.graph
     table = stage.table()
+    base = stage.baseline.plan()
     kernels = tuple(_kernel(graph, table, f"k{i}", members) for i, members in enumerate(result.groups))
     metrics = {
         "kernels": len(kernels),
         "bytes": sum(k.bytes for k in kernels),
-        "unfused_kernels": stage.plan.metrics["unfused_kernels"],
-        "unfused_bytes": stage.plan.metrics["unfused_bytes"],
+        "unfused_kernels": base.metrics["unfused_kernels"],
+        "unfused_bytes": base.metrics["unfused_bytes"],
     }
     return Plan(
-        graph=stage.plan.graph,
-        graph_sha256=stage.plan.graph_sha256,
+        graph=base.graph,
+        graph_sha256=base.graph_sha256,
         kernels=kernels,
         reorders=result.reorders,
         decisions=result.decisions,
@@ -122,18 +163,10 @@ def _kernel(graph: Graph, table: AccessTable, name: str, members: tuple[str, ...
 
 
 def initial_stage(graph: Graph) -> Stage:
-    """Every node its own kernel: the plan before any pass (and the unfused baseline)."""
+    """Every node its own kernel: the plan before any pass (the unfused baseline, made on first
+    use)."""
     table = AccessTable(graph)
-    kernels = tuple(_kernel(graph, table, f"k{i}", (n.name,)) for i, n in enumerate(graph.nodes))
-    total = sum(k.bytes for k in kernels)
-    metrics = {
-        "kernels": len(kernels),
-        "bytes": total,
-        "unfused_kernels": len(kernels),
-        "unfused_bytes": total,
-    }
-    plan = Plan(graph.name, graph_sha256(graph), kernels, metrics=metrics)
-    return Stage(graph, plan, None, graph, table)
+    return Stage(graph, Baseline(graph, table), source=graph, access=table)
 
 
 def optimize(
@@ -156,5 +189,5 @@ def optimize(
             if verify_each:
                 verify(stage.graph, stage.plan)
     if stage.plan.options != opts.to_json():
-        stage = dataclasses.replace(stage, plan=dataclasses.replace(stage.plan, options=opts.to_json()))
+        stage = dataclasses.replace(stage, planned=dataclasses.replace(stage.plan, options=opts.to_json()))
     return stage
