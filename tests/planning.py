@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 import torch
 
 from fuseopt.interp import make_inputs, run_graph
-from fuseopt.io.load import load_graph
+from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import Stage, optimize
@@ -47,3 +48,20 @@ def assert_same_values(original: Graph, transformed: Graph, seed: int = 0) -> No
 
 def load(path: str) -> Graph:
     return load_graph(path)
+
+
+def graph(nodes: str, buffers: str) -> Graph:
+    """A graph from YAML snippets; buffer lines that no node mentions are dropped."""
+    used = [line for line in buffers.splitlines() if re.search(rf"\b{line.split(':')[0].strip()}\[", nodes)]
+    text = "format: fuseopt-graph/1\nname: t\nbuffers:\n" + "\n".join(used) + f"\nnodes:\n{nodes}\n"
+    return load_text(text, "t.yaml")
+
+
+BUFS = """  x: {shape: [8, 16], dtype: float32, role: input}
+  y: {shape: [8, 16], dtype: float32, role: input}
+  a: {shape: [8, 16], dtype: float32}
+  b: {shape: [8, 16], dtype: float32}
+  r: {shape: [8], dtype: float32}
+  s: {shape: [16], dtype: float32, role: output}
+  o: {shape: [8, 16], dtype: float32, role: output}
+  o2: {shape: [8, 16], dtype: float32, role: output}"""

@@ -1,5 +1,6 @@
-"""Issue #23: stable plans that no node order, buffer order or hash seed can change, and nodes
-not stranded at the size cap (the captured probe program)."""
+"""The stable scoring's fusion loop (`passes/fusion_stable.py`, issue #23): plans that no node order,
+buffer order or hash seed can change, and nodes not stranded at the size cap (the captured probe
+program)."""
 
 from __future__ import annotations
 
