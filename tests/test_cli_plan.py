@@ -96,6 +96,32 @@ def test_optimize_generates_for_the_given_multiprocessors(tmp_path: os.PathLike[
     assert code == 2 and "--multiprocessors" in text
 
 
+def test_optimize_shows_its_steps_on_a_terminal_only(tmp_path: os.PathLike[str], monkeypatch: object) -> None:
+    """On a terminal, stderr shows the step under way (loading, planning N nodes, checking,
+    writing, generating Triton) and clears it; stdout keeps the plan alone. Not on a terminal
+    (CliRunner's streams), nothing is drawn."""
+    import io
+
+    import pytest
+    from rich.console import Console
+
+    from fuseopt.cli import optimize_cmd
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    seen = io.StringIO()
+    terminal = Console(file=seen, force_terminal=True, width=120, highlight=False)
+    monkeypatch.setattr(optimize_cmd, "stderr", terminal)
+    code, out = run("optimize", APBT, "--format", "json", "-o", str(tmp_path))
+    assert code == 0 and json.loads(out)["metrics"]["kernels"] == 1
+    drawn = seen.getvalue()
+    for step in ("planning 3 nodes", "checking 1 kernels", "writing the plan", "generating Triton for 1 kernels"):
+        assert step in drawn, drawn
+    quiet = io.StringIO()
+    monkeypatch.setattr(optimize_cmd, "stderr", Console(file=quiet, force_terminal=False))
+    code, out = run("optimize", APBT, "--format", "json")
+    assert code == 0 and json.loads(out) and quiet.getvalue() == ""
+
+
 def test_optimize_bad_input_writes_nothing(tmp_path: os.PathLike[str]) -> None:
     bad = os.path.join(str(tmp_path), "bad.yaml")
     with open(bad, "w", encoding="utf-8") as f:

@@ -11,7 +11,8 @@ import os
 
 import click
 
-from fuseopt.cli.console import dump_json, shown, stdout
+from fuseopt.aot.render import progress
+from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.cli.output import write_files
@@ -118,26 +119,42 @@ def optimize_cmd(
     jobs: int | None,
 ) -> None:
     """Plan fusion and loop orders for GRAPH; print the plan, and write it with -o DIR."""
-    g = load_graph(graph)
-    passes = tuple(name for name, _ in PIPELINE if name not in skip)
-    resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
-    options = dataclasses.replace(resolved.options, jobs=jobs or cpus())
-    stage = optimize(g, options, passes=passes)
-    if check:
-        verify_plan(stage.graph, stage.plan)
-    plan_json = dump_json(stage.plan.to_json())
-    outputs = {"plan.json": plan_json}
-    if out_dir is not None and emit == "triton":
-        src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target)
-        if src is not None:
-            outputs["kernels.py"] = src
-    files: dict[str, str] = {}
-    if out_dir is not None:
-        files.update({os.path.join(out_dir, name): text for name, text in outputs.items()})
-    if html_path is not None:
-        from fuseopt.report.html import plan_page  # here, not at the top: only --html needs it
+    emitting = out_dir is not None and emit == "triton"
+    steps = 3 + int(check) + int(emitting) + int(html_path is not None)
+    # On a terminal, a transient bar on stderr names the step under way (a 10,000-node graph
+    # takes seconds to plan); piped or redirected, nothing is drawn.
+    with progress(stderr) as bar:
+        task = bar.add_task(f"loading {shown(graph)}", total=steps)
 
-        files[html_path] = plan_page(graph, g, stage)
+        def step(what: str) -> None:
+            bar.update(task, advance=1, description=what, refresh=True)
+
+        g = load_graph(graph)
+        step(f"planning {len(g.nodes)} nodes")
+        passes = tuple(name for name, _ in PIPELINE if name not in skip)
+        resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
+        options = dataclasses.replace(resolved.options, jobs=jobs or cpus())
+        stage = optimize(g, options, passes=passes)
+        if check:
+            step(f"checking {len(stage.plan.kernels)} kernels")
+            verify_plan(stage.graph, stage.plan)
+        step("writing the plan")
+        plan_json = dump_json(stage.plan.to_json())
+        outputs = {"plan.json": plan_json}
+        if emitting:
+            step(f"generating Triton for {len(stage.plan.kernels)} kernels")
+            src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target)
+            if src is not None:
+                outputs["kernels.py"] = src
+        files: dict[str, str] = {}
+        if out_dir is not None:
+            files.update({os.path.join(out_dir, name): text for name, text in outputs.items()})
+        if html_path is not None:
+            step("writing the HTML report")
+            from fuseopt.report.html import plan_page  # here, not at the top: only --html needs it
+
+            files[html_path] = plan_page(graph, g, stage)
+        step("done")
     if fmt == "json":
         text = plan_json
     else:
