@@ -209,8 +209,60 @@ def test_the_unfused_plan_is_made_while_the_child_plans(monkeypatch: pytest.Monk
     with monkeypatch.context() as m:
         started = _forks(m)
         m.setattr(speculate.Forked, "summary", summary)
+        m.setattr(speculate.Forked, "ready", lambda self: False)  # the child still planning
         two = _plan_text(g, Options(max_fusion_size=8, jobs=2))
     assert two == one and started
     assert at_build[0] == (os.getpid(), True)  # one process: made when the plan is built
     assert made[0] == (os.getpid(), True) and calls[0] == "summary"  # two: before the child's answer
     assert all(not fresh for _, fresh in made[1:])  # made once
+
+
+def test_the_rest_of_the_pipeline_runs_on_the_packed_line_while_the_child_plans(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the child is still making the natural plan, this process runs the rest of the
+    pipeline and the caller's `finish` on the packed line: kept, that stage is returned (finish
+    ran once, before the child's answer was read); dropped (the natural plan kept), finish runs
+    again on the stage returned. A child that has answered already is read at once, nothing
+    run ahead. Either way the plan is the one a single process makes."""
+    events: list[str] = []
+    real_summary = speculate.Forked.summary
+
+    def summary(self: Any) -> Any:
+        events.append("summary")
+        return real_summary(self)
+
+    def finish(stage: Any) -> None:
+        events.append(f"finish {id(stage)}")
+
+    cases = [
+        (load_text(json.dumps(FAMILIES["transposed"](60, 3, 8, 16)), "g.json"), False),  # packed kept
+        (load_text(json.dumps(_chains(4, 12)), "g.json"), True),  # the natural plan kept
+    ]
+    for g, natural in cases:
+        one = optimize(g, Options(max_fusion_size=8), verify_each=True)
+        for answered in (False, True):
+            events.clear()
+            with monkeypatch.context() as m:
+                started = _forks(m)
+                m.setattr(speculate.Forked, "summary", summary)
+                m.setattr(speculate.Forked, "ready", lambda self, answered=answered: answered)
+                two = optimize(g, Options(max_fusion_size=8, jobs=2), verify_each=True, finish=finish)
+            assert started and json.dumps(two.plan.to_json()) == json.dumps(one.plan.to_json())
+            finishes = [e for e in events if e.startswith("finish")]
+            assert finishes[-1] == f"finish {id(two)}"
+            if answered:
+                assert events[0] == "summary" and len(finishes) == 1
+            else:
+                assert events[0].startswith("finish") and events[1] == "summary"  # run ahead
+                assert len(finishes) == (2 if natural else 1)
+
+
+def test_ready_says_whether_the_summary_is_there_without_waiting() -> None:
+    import time
+
+    child = speculate.Forked.start(lambda: (time.sleep(0.3) or "late", lambda: None))
+    assert child is not None
+    assert not child.ready()  # still sleeping
+    assert child.summary() == "late" and child.ready()
+    child.close()

@@ -18,7 +18,7 @@ from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.cli.output import write_files
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
-from fuseopt.passes.pipeline import PIPELINE, optimize
+from fuseopt.passes.pipeline import PIPELINE, Stage, optimize
 from fuseopt.passes.speculate import cpus
 from fuseopt.passes.verify import verify as verify_plan
 from fuseopt.plan import Plan
@@ -120,7 +120,7 @@ def optimize_cmd(
 ) -> None:
     """Plan fusion and loop orders for GRAPH; print the plan, and write it with -o DIR."""
     emitting = out_dir is not None and emit == "triton"
-    steps = 3 + int(check) + int(emitting) + int(html_path is not None)
+    steps = 2 + int(emitting) + int(html_path is not None)
     # On a terminal, a transient bar on stderr names the step under way (a 10,000-node graph
     # takes seconds to plan); piped or redirected, nothing is drawn.
     with progress(stderr) as bar:
@@ -130,16 +130,21 @@ def optimize_cmd(
             bar.update(task, advance=1, description=what, refresh=True)
 
         g = load_graph(graph)
-        step(f"planning {len(g.nodes)} nodes")
+        step(f"planning {len(g.nodes)} nodes" + (", checking the plan" if check else ""))
         passes = tuple(name for name, _ in PIPELINE if name not in skip)
         resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
         options = dataclasses.replace(resolved.options, jobs=jobs or cpus())
-        stage = optimize(g, options, passes=passes)
-        if check:
-            step(f"checking {len(stage.plan.kernels)} kernels")
-            verify_plan(stage.graph, stage.plan)
-        step("writing the plan")
-        plan_json = dump_json(stage.plan.to_json())
+        rendered: dict[int, tuple[Plan, str]] = {}  # by id, the plan kept alive so ids stay unique
+
+        def finish(stage: Stage) -> None:
+            """The plan checked and its JSON, by the plan: the pipeline may make these for a
+            plan it then drops (while a second process plans at the size cap)."""
+            if check:
+                verify_plan(stage.graph, stage.plan)
+            rendered[id(stage.plan)] = (stage.plan, dump_json(stage.plan.to_json()))
+
+        stage = optimize(g, options, passes=passes, finish=finish)
+        plan_json = rendered[id(stage.plan)][1]
         outputs = {"plan.json": plan_json}
         if emitting:
             step(f"generating Triton for {len(stage.plan.kernels)} kernels")

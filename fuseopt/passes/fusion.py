@@ -30,7 +30,7 @@ from fuseopt.passes.fusion_state import FusionState, Group, Recorder
 from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
 from fuseopt.passes.loop_order import Proposal
 from fuseopt.passes.options import Options
-from fuseopt.passes.packing import stable_plan
+from fuseopt.passes.packing import Planned, stable_plan
 from fuseopt.passes.scoring import Score, inductor_score, inductor_sort, stable_score, stable_sort
 from fuseopt.plan import Decision, Rejection, Reorder
 
@@ -106,10 +106,18 @@ def dag_levels(graph: Graph) -> dict[str, int]:
 
 
 def fuse(
-    graph: Graph, opts: Options, reorder: ReorderHook | None = None, *, meanwhile: Callable[[], object] | None = None
+    graph: Graph,
+    opts: Options,
+    reorder: ReorderHook | None = None,
+    *,
+    meanwhile: Callable[[FusionResult], None] | None = None,
 ) -> FusionResult:
-    """Plan fusion. `meanwhile`: work of the caller's that does not depend on the plan, run while
-    a forked child plans (`packing.stable_plan`), if one does; nothing else calls it."""
+    """Plan fusion.
+
+    `meanwhile`: the caller's work on the result of the plan this process expects to keep,
+    while a forked child makes the other (`packing.stable_plan`: the packed line's result, kept
+    unless the child's natural plan costs less); called at most once, and only when a child
+    plans. When that plan is kept, the object returned is the one `meanwhile` was given."""
     deps: dict[str, NodeDeps] = graph_deps(graph)  # the state's copy changes as loops transform
     if opts.scoring == "inductor":
         numbers = {name: i for i, name in enumerate(inductor_node_order(graph))}
@@ -120,23 +128,41 @@ def fuse(
     levels = dag_levels(graph)
     rec = Recorder(state.label)
     reorders: list[Reorder] = []
-    current = graph
 
     hook = reorder if opts.loop_order else None
     if opts.scoring == "stable":
-        state, rec, reorders = stable_plan(
-            graph, deps, opts, levels, numbers, hook, (state, rec, reorders), meanwhile
+        finished: list[tuple[Planned, FusionResult]] = []
+
+        def on_line(line: Planned) -> None:
+            finished.append((line, _result(graph, line, hook, opts, levels)))
+            assert meanwhile is not None
+            meanwhile(finished[0][1])
+
+        planned = stable_plan(
+            graph, deps, opts, levels, numbers, hook, (state, rec, reorders), on_line if meanwhile else None
         )
-    else:
-        rounds = 0
-        for rnd in range(opts.max_rounds):
-            rounds = rnd + 1
-            before = len(state.groups)
-            _round(state, opts, levels, rec, rnd, None, reorders)
-            if len(state.groups) == before or len(state.groups) == 1:
-                break
-        if hook is not None and len(state.groups) > 1:
-            _round(state, opts, levels, rec, rounds, hook, reorders)
+        if finished and finished[0][0] is planned:
+            return finished[0][1]
+        return _result(graph, planned, hook, opts, levels)
+    rounds = 0
+    for rnd in range(opts.max_rounds):
+        rounds = rnd + 1
+        before = len(state.groups)
+        _round(state, opts, levels, rec, rnd, None, reorders)
+        if len(state.groups) == before or len(state.groups) == 1:
+            break
+    if hook is not None and len(state.groups) > 1:
+        _round(state, opts, levels, rec, rounds, hook, reorders)
+    return _result(graph, (state, rec, reorders), hook, opts, levels)
+
+
+def _result(
+    graph: Graph, planned: Planned, hook: ReorderHook | None, opts: Options, levels: dict[str, int]
+) -> FusionResult:
+    """A search's plan as the pass's result: transformations that led to no fusion rolled back,
+    kernels in order, refusals asked again of the final kernels. (The state is done with then.)"""
+    state, rec, reorders = planned
+    current = graph
     if hook is not None:
         reorders = hook.finish(state, reorders)
         current = state.current_graph()

@@ -104,14 +104,16 @@ def stable_plan(
     numbers: dict[str, int],
     hook: ReorderHook | None,
     fresh: Planned,
-    meanwhile: Callable[[], object] | None = None,
+    meanwhile: Callable[[Planned], None] | None = None,
 ) -> Planned:
     """The natural plan (planned into `fresh`), unless the size cap can bind (a group of linked
     nodes exceeds it) and the natural plan misses `fewest_kernels`: then also the packed plan,
     and the better of the two (`plan_cost`; the natural one on ties), with nodes it stranded next
     to a full kernel seeded into it (`stranded`, up to MAX_REPLANS times) while that makes the
-    plan better. `meanwhile` runs in this process while a forked child makes the natural plan
-    (the caller's work that needs no plan); without a child it is not called."""
+    plan better. `meanwhile` gets the packed line (the packed plan as replanned) in this process
+    while a forked child is still making the natural plan: the caller's work on the plan kept
+    unless the natural one costs less, done while this process would wait. It is not called
+    without a child, nor once the child has answered (the choice is known then)."""
 
     def plan(seeds: Seeds, into: Planned | None = None) -> Planned:
         if into is None:
@@ -160,8 +162,8 @@ def stable_plan(
         packed = plan(fill)
         packed_cost = plan_cost(packed)
         line = replan(packed, fill)
-        if meanwhile is not None:
-            meanwhile()  # the caller's own work, while the child may still be planning
+        if meanwhile is not None and not child.ready():
+            meanwhile(line)  # the caller's work on the likely plan, while the child plans
         natural_cost = child.summary()
         if natural_cost is not None and natural_cost[0] > fewest and packed_cost < natural_cost:
             return line

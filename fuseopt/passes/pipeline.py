@@ -95,12 +95,37 @@ def normalize_pass(stage: Stage, opts: Options) -> Stage:
 
 def fusion_pass(stage: Stage, opts: Options) -> Stage:
     """Fusion, with the loop-order pass as its reorder hook (unless --no-loop-order)."""
+    fused, _ = _fusion(stage, opts, None)
+    assert fused is not None
+    return fused
+
+
+def _fusion(
+    stage: Stage, opts: Options, then: Callable[[Stage], Stage] | None
+) -> tuple[Stage | None, Stage | None]:
+    """The fusion pass's stage, or (None, `then` of it) where `then` already ran on it: at the size
+    cap, while a forked child plans, this process makes the unfused plan (the hash above all) and
+    runs `then` (the rest of the pipeline) on the plan it expects to keep; the result is reused
+    when that plan is kept, and dropped otherwise."""
     before = stage.planned.reorders if stage.planned is not None else stage.reorders
-    # The unfused plan (its hash above all) is made while a forked child plans, if one does.
-    result = fuse(stage.graph, opts, LoopOrder() if opts.loop_order else None, meanwhile=stage.baseline.plan)
+    speculated: list[tuple[FusionResult, Stage]] = []
+
+    def meanwhile(result: FusionResult) -> None:
+        stage.baseline.plan()
+        if then is not None:
+            speculated.append((result, then(_fused(stage, result, before, opts))))
+
+    result = fuse(stage.graph, opts, LoopOrder() if opts.loop_order else None, meanwhile=meanwhile)
+    if speculated and speculated[0][0] is result:
+        return None, speculated[0][1]
+    return _fused(stage, result, before, opts), None
+
+
+def _fused(stage: Stage, result: FusionResult, before: tuple[Reorder, ...], opts: Options) -> Stage:
     result = dataclasses.replace(result, reorders=(*before, *result.reorders))
-    plan = build_plan(stage, result, opts)
-    return dataclasses.replace(stage, graph=result.graph, planned=plan, fusion=result)
+    return dataclasses.replace(
+        stage, graph=result.graph, planned=build_plan(stage, result, opts), fusion=result
+    )
 
 
 def merge_pass(stage: Stage, opts: Options) -> Stage:
@@ -175,19 +200,61 @@ def optimize(
     *,
     passes: tuple[str, ...] | None = None,
     verify_each: bool = False,
+    finish: Callable[[Stage], None] | None = None,
 ) -> Stage:
-    """Run the pipeline (all passes, or those named) and return the final stage."""
+    """Run the pipeline (all passes, or those named) and return the final stage.
+
+    `finish`: the caller's work on the final stage (checking it, rendering it), called once on
+    the stage returned. At the size cap it may also run on a stage that is then dropped: the
+    fusion pass runs the rest of the pipeline and `finish` on the plan it expects to keep while
+    a forked child makes the other (`_fusion`)."""
+    opts = opts or Options()
+    selected = tuple((name, fn) for name, fn in PIPELINE if passes is None or name in passes)
+    with gc_paused():
+        return _run(initial_stage(graph), selected, opts, verify_each, finish)
+
+
+def _run(
+    stage: Stage,
+    passes: tuple[tuple[str, Pass], ...],
+    opts: Options,
+    verify_each: bool,
+    finish: Callable[[Stage], None] | None,
+) -> Stage:
+    """`passes` in order from `stage`, the options recorded, then `finish`."""
     from fuseopt.passes.verify import verify
 
-    opts = opts or Options()
-    with gc_paused():
-        stage = initial_stage(graph)
-        for name, fn in PIPELINE:
-            if passes is not None and name not in passes:
-                continue
-            stage = fn(stage, opts)
-            if verify_each:
-                verify(stage.graph, stage.plan)
+    for i, (_, fn) in enumerate(passes):
+        if fn is fusion_pass:
+            return _fusion_then(stage, passes[i + 1 :], opts, verify_each, finish)
+        stage = fn(stage, opts)
+        if verify_each:
+            verify(stage.graph, stage.plan)
     if stage.plan.options != opts.to_json():
         stage = dataclasses.replace(stage, planned=dataclasses.replace(stage.plan, options=opts.to_json()))
+    if finish is not None:
+        finish(stage)
     return stage
+
+
+def _fusion_then(
+    stage: Stage,
+    rest: tuple[tuple[str, Pass], ...],
+    opts: Options,
+    verify_each: bool,
+    finish: Callable[[Stage], None] | None,
+) -> Stage:
+    """The fusion pass, then `rest` and `finish` (`_run`): on the stage the fusion pass
+    returns, unless it already ran them on the plan kept (`_fusion`)."""
+    from fuseopt.passes.verify import verify
+
+    def then(fused: Stage) -> Stage:
+        if verify_each:
+            verify(fused.graph, fused.plan)
+        return _run(fused, rest, opts, verify_each, finish)
+
+    fused, final = _fusion(stage, opts, then)
+    if final is not None:
+        return final
+    assert fused is not None
+    return then(fused)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import struct
 import sys
@@ -112,6 +113,13 @@ class Forked(Generic[S, R]):
         os.close(child_out)
         os.close(child_in)
         return Forked(pid, from_child, to_child)
+
+    def ready(self) -> bool:
+        """Whether the child's summary is here (or the child ended), without waiting."""
+        if self._summary is not None:
+            return True
+        readable, _, _ = select.select([self._from], [], [], 0)
+        return bool(readable)
 
     def summary(self) -> S | None:
         """The child's summary (waits for it); None if the child failed."""
