@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuseopt.io.load import load_text
@@ -16,6 +16,7 @@ from fuseopt.ir.graph import ComputeNode, Graph
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
 from tests.planning import ROOT, assert_same_values, load, plan, sample_name, sample_paths
+from tests.sweeps import examples
 
 # docs/cases.md: Inductor's kernel counts with loop reordering on / off (None: the table gives one number).
 INDUCTOR = {
@@ -151,3 +152,35 @@ def test_random_graphs_plan_verify_and_keep_values(seed: int, n: int) -> None:
     # Permuting loops keeps the kernel count.
     p = _permute_loops(g, random.Random(seed))
     assert plan(p).plan.metrics["kernels"] == plan(g).plan.metrics["kernels"]
+
+
+@given(
+    family=st.sampled_from(["graphgen", "transposed", "mixed"]),
+    seed=st.integers(0, 2**20),
+    n=st.integers(8, 90),
+    size=st.sampled_from([3, 5, 8, 16, 64]),
+    scoring=st.sampled_from(["stable", "inductor"]),
+)
+@settings(max_examples=examples(60, quick=10), deadline=None, suppress_health_check=list(HealthCheck))
+def test_remembered_searches_change_no_plan(
+    family: str, seed: int, n: int, size: int, scoring: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`LoopOrder.propose` remembers its searches by the pair's nodes, reach and options (a plan
+    made again at the size cap meets its pairs again): the plan is the one a search every time
+    makes."""
+    from fuseopt.passes.loop_order import LoopOrder
+    from tests.fixtures.graphgen import FAMILIES
+
+    g = load_text(json.dumps(FAMILIES[family](n, seed, 8, 16)), "g.json")
+    opts = Options(max_fusion_size=size, scoring=scoring, jobs=1)
+    remembered = json.dumps(optimize(g, opts).plan.to_json())
+    real = LoopOrder.propose
+
+    def forgetful(self: LoopOrder, *args: object) -> object:
+        self._searched.clear()
+        return real(self, *args)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as m:
+        m.setattr(LoopOrder, "propose", forgetful)
+        searched = json.dumps(optimize(g, opts).plan.to_json())
+    assert remembered == searched

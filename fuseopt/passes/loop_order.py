@@ -25,7 +25,7 @@ from fuseopt.analysis.deps import MemoryDep, canonical_dep
 from fuseopt.analysis.shapes import split_loops
 from fuseopt.ir.bounds import linear_form
 from fuseopt.ir.expr import Load, Var
-from fuseopt.ir.graph import ComputeNode, Graph, LoopVar
+from fuseopt.ir.graph import ComputeNode, Graph, LoopVar, Node
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import Verdict, check_fusion
 from fuseopt.passes.loop_transform import boundary, merge_all, mergeable_pairs, permute, refactor
@@ -52,6 +52,10 @@ class Proposal:
     before: tuple[ComputeNode, ...]
     after: tuple[ComputeNode, ...]
     records: tuple[Reorder, ...]
+
+
+# `_search`'s answer: the verdict, the side transformed (0: the first group), its nodes before and after, records
+_Found = tuple[Verdict, int, tuple[ComputeNode, ...], tuple[ComputeNode, ...], tuple[Reorder, ...]] | None
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,8 @@ class LoopOrder:
     _matches: dict[tuple[object, ...], tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]] = field(
         default_factory=dict
     )
+    # `propose`'s searches by the pair's nodes (kept alive, so identity names them), reach and options
+    _searched: dict[tuple[object, ...], tuple[tuple[Node, ...], _Found]] = field(default_factory=dict)
 
     def try_pair(
         self, state: FusionState, g1: Group, g2: Group, opts: Options
@@ -111,6 +117,32 @@ class LoopOrder:
         # nodes it has: a pair over the size cap or closing a cycle stays so under every one.
         if len(g1.members) + len(g2.members) > opts.max_fusion_size or state.would_create_cycle(g1, g2):
             return None
+        # What the search finds depends on the two groups' nodes as they are (members, their
+        # transformations), on which group reaches the other, the detail asked for and the
+        # options; nothing else of the state (a cycle through a third group is ruled out above).
+        # A plan made again (a replan at the size cap) meets most of its pairs again.
+        nodes = (tuple(state.node(m) for m in g1.members), tuple(state.node(m) for m in g2.members))
+        reach = state.reach.reaches
+        key = (
+            tuple(map(id, nodes[0])),
+            tuple(map(id, nodes[1])),
+            reach(g1.gid, g2.gid),
+            reach(g2.gid, g1.gid),
+            state.detailed,
+            opts,
+        )
+        hit = self._searched.get(key)
+        if hit is None or any(a is not b for a, b in zip(hit[0], (*nodes[0], *nodes[1]), strict=True)):
+            hit = self._searched[key] = ((*nodes[0], *nodes[1]), self._search(state, g1, g2, opts))
+        found = hit[1]
+        if found is None:
+            return None
+        v, side, before, after, records = found
+        mine = (g1, g2)[side]
+        return v, Proposal(mine.gid, tuple(mine.members), before, after, records)
+
+    def _search(self, state: FusionState, g1: Group, g2: Group, opts: Options) -> _Found:
+        """`propose`'s search, on the state as it is (see `_Found`)."""
         common = sorted(set(g1.buffer_names()) & set(g2.buffer_names()))
         if not common:
             return None
@@ -118,7 +150,10 @@ class LoopOrder:
         # then by rank, the side's smallest node name last. A side's candidates are searched for
         # only once every candidate of a side before it has failed.
         sides = sorted(
-            (((mine.is_reduction, len(mine.members)), mine, other) for mine, other in ((g1, g2), (g2, g1))),
+            (
+                ((mine.is_reduction, len(mine.members)), index, mine, other)
+                for index, (mine, other) in enumerate(((g1, g2), (g2, g1)))
+            ),
             key=lambda s: s[0],
         )
         if sides[0][0] == sides[1][0]:
@@ -126,15 +161,15 @@ class LoopOrder:
         else:
             batches = [sides[:1], sides[1:]]
         for batch in batches:
-            options: list[tuple[tuple[object, ...], Group, _Candidate, list[ComputeNode]]] = []
-            for side, mine, other in batch:
+            options: list[tuple[tuple[object, ...], int, _Candidate, list[ComputeNode]]] = []
+            for side, index, mine, other in batch:
                 members = self._uniform_members(state, mine)
                 if members is None:
                     continue
                 for cand in self._candidates(state, members, other, common):
-                    options.append(((side, cand.rank, state.label(mine)), mine, cand, members))
+                    options.append(((side, cand.rank, state.label(mine)), index, cand, members))
             options.sort(key=lambda o: o[0])
-            for _, mine, cand, members in options:
+            for _, index, cand, members in options:
                 after = self._apply(state, cand, members)
                 if after is None:
                     continue
@@ -147,7 +182,7 @@ class LoopOrder:
                             key=lambda r: r.node,
                         )
                     )
-                    return v, Proposal(mine.gid, tuple(mine.members), tuple(members), after, recs)
+                    return v, index, tuple(members), after, recs
         return None
 
     @staticmethod
