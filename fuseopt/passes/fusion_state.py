@@ -134,8 +134,23 @@ class FusionState:
         self._deps_memo: dict[int, tuple[Node, NodeDeps]] = {id(n): (n, deps[n.name]) for n in graph.nodes}
         # install's stamps: (gid, version before, ids of the nodes) -> (the nodes, the stamp)
         self._install_stamps: dict[tuple[int, int, tuple[int, ...]], tuple[tuple[Node, ...], int]] = {}
+        # `content` by group: (version, ids of its nodes, its nodes)
+        self._content: dict[int, tuple[int, tuple[int, ...], tuple[Node, ...]]] = {}
+        # Legality verdicts that depend only on the two groups' nodes, shared by the plans one
+        # fusion pass makes of a graph (`packing.stable_plan`); None: kept by no one
+        self.shared_verdicts: dict[tuple[object, ...], tuple[tuple[Node, ...], Any]] | None = None
 
     # -- queries ---------------------------------------------------------------------------
+    def content(self, g: Group) -> tuple[tuple[int, ...], tuple[Node, ...]]:
+        """The group's nodes as they are (members in order, loop transformations installed) and
+        their identities: another plan's group of the same nodes is the same group to legality."""
+        version = self.version[g.gid]
+        hit = self._content.get(g.gid)
+        if hit is None or hit[0] != version:
+            nodes = tuple(self.node(m) for m in g.members)
+            hit = self._content[g.gid] = (version, tuple(map(id, nodes)), nodes)
+        return hit[1], hit[2]
+
     def node(self, name: str) -> Node:
         """The node as transformed so far (loop-order rewrites are kept as overrides)."""
         return self.overrides.get(name) or self.graph.node(name)

@@ -193,6 +193,30 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options, forward: boo
     if search and forward and state.closes_cycle(g1, g2):
         return _SEARCH_CYCLE
 
+    v = _pair_rules(state, g1, g2, opts, forward)
+    if v.ok and forward and state.closes_cycle(g1, g2):
+        return _cycle_verdict(state, g1, g2, v.memory, ordered=True)
+    return v
+
+
+def _pair_rules(state: FusionState, g1: Group, g2: Group, opts: Options, forward: bool) -> Verdict:
+    """The rules that ask nothing of the state but the two groups' nodes (and, for inductor
+    scoring, their distance in the node list): remembered by those nodes across the plans of a
+    fusion pass when it shares them (`FusionState.shared_verdicts`)."""
+    shared = state.shared_verdicts
+    if shared is None or opts.scoring == "inductor":
+        return _pair_rules_of(state, g1, g2, opts, forward)
+    ids1, nodes1 = state.content(g1)
+    ids2, nodes2 = state.content(g2)
+    key = (ids1, ids2, forward, state.detailed, opts)
+    hit = shared.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], (*nodes1, *nodes2), strict=True)):
+        hit = shared[key] = ((*nodes1, *nodes2), _pair_rules_of(state, g1, g2, opts, forward))
+    verdict: Verdict = hit[1]
+    return verdict
+
+
+def _pair_rules_of(state: FusionState, g1: Group, g2: Group, opts: Options, forward: bool) -> Verdict:
     memory = shared_memory_bytes(state, g1, g2)
     if memory == 0 or memory < opts.memory_threshold and not forward:
         mismatch = _shared_buffer_mismatch(state, g1, g2, intrinsic=memory == 0)
@@ -234,8 +258,6 @@ def _check(state: FusionState, g1: Group, g2: Group, opts: Options, forward: boo
     shape = _shape_rule(state, g1, g2)
     if isinstance(shape, Verdict):
         return replace(shape, memory=memory)
-    if vertical and state.closes_cycle(g1, g2):
-        return _cycle_verdict(state, g1, g2, memory, ordered=True)
     kind = shape if shape else ("vertical" if vertical else "horizontal")
     return Verdict(True, kind=kind, memory=memory)
 

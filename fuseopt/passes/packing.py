@@ -23,11 +23,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fuseopt.analysis.deps import NodeDeps
-from fuseopt.ir.graph import ComputeNode, Graph
+from fuseopt.ir.graph import ComputeNode, Graph, Node
 from fuseopt.passes import speculate
 from fuseopt.passes.fusion_stable import stable_fuse
 from fuseopt.passes.fusion_state import FusionState, Recorder
-from fuseopt.passes.legality import REORDER_REASONS, check_fusion
+from fuseopt.passes.legality import REORDER_REASONS, Verdict, check_fusion
 from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, Options
 from fuseopt.plan import Decision, Reorder
 
@@ -115,10 +115,15 @@ def stable_plan(
     unless the natural one costs less, done while this process would wait. It is not called
     without a child, nor once the child has answered (the choice is known then)."""
 
+    # The plans made here share the verdicts that depend only on a pair's nodes: a replan meets
+    # most pairs of the plan before it again (the natural plan made in a child shares nothing).
+    shared: dict[tuple[object, ...], tuple[tuple[Node, ...], Verdict]] = {}
+
     def plan(seeds: Seeds, into: Planned | None = None) -> Planned:
         if into is None:
             again = FusionState(graph, dict(deps), numbers, by_name=True)
             again.detailed = False
+            again.shared_verdicts = shared
             into = (again, Recorder(again.label), [])
         st, rec, reorders = into
         stable_fuse(st, opts, levels, rec.reject, rec.decisions, hook, reorders, seeds)
@@ -147,6 +152,7 @@ def stable_plan(
     child = None
     if opts.jobs > 1 and len(graph.nodes) >= PARALLEL_MIN_NODES:
         child = speculate.Forked.start(lambda: _natural_line(plan((), fresh)))
+    fresh[0].shared_verdicts = shared  # here, the natural plan is made (or replayed) beside the others
     fill = fill_seeds(graph, levels)
     if child is None:
         natural = plan((), fresh)
