@@ -335,6 +335,37 @@ def test_emulated_welford_layer_norm() -> None:
     assert reductions[0].output in reductions[1].read_buffers()
 
 
+def _annotated_layer_norm(x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A hand-written LayerNorm (as in many model repositories): the mean and the std apart."""
+    mean = x.mean(-1, keepdim=True)
+    return a * (x - mean) / (x.std(-1, keepdim=True) + 1e-6) + b
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    [
+        (lambda x: torch.var(x, dim=-1, keepdim=True) + x, (_randn(8, 64),)),
+        (lambda x: x.std(0, unbiased=False), (_randn(40, 6),)),
+        (_annotated_layer_norm, (_randn(8, 64), _randn(64), _randn(64))),
+    ],
+    ids=["var", "std_dim0", "annotated_layer_norm"],
+)
+def test_a_later_welford_output_alone_makes_the_first(fn: Any, args: tuple[torch.Tensor, ...]) -> None:
+    """torch.var and torch.std use only Welford's M2, and Inductor drops the mean it computes in
+    the same kernel: the mean is made as a node of its own before M2, which reads it, and counted
+    in M2's Inductor kernel. The graph computes what torch does."""
+    cap = capture_program(fn, *args)
+    g = cap.graph
+    reductions = [n for n in g.nodes if n.kind == "reduction"]
+    made = [n for n in reductions if n.name.endswith("_" + n.output)]
+    assert len(made) == 1
+    readers = [n for n in reductions if made[0].output in n.read_buffers()]
+    assert len(readers) == 1 and made[0].name == f"{readers[0].name}_{made[0].output}"
+    assert any({made[0].name, readers[0].name} <= set(k) for k in g.meta["inductor"]["kernels"])
+    with torch.no_grad():
+        assert_matches_torch(cap, [fn(*args)])
+
+
 # -- errors -----------------------------------------------------------------------------------------
 def test_unsupported_op_is_a_clear_error() -> None:
     boundaries = torch.tensor([-1.0, 0.0, 1.0])

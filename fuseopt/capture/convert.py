@@ -110,6 +110,9 @@ class Draft:
     constants: list[str]  # our names of the inputs that are Inductor constants
     outputs: list[OutputSpec]
     dropped: list[str]  # Inductor nodes with no FORMAT node (no-op concatenations)
+    # Inductor node -> the FORMAT nodes made for it besides its own (the first output of a
+    # multi-output reduction that Inductor computes in the same kernel but no one else reads)
+    companions: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _int(e: Any, what: str, node: str | None) -> int:
@@ -178,7 +181,10 @@ class Converter:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     scalars: dict[Any, str] = field(default_factory=dict)  # item()'s symbol -> its 0-d buffer
+    companions: dict[str, list[str]] = field(default_factory=dict)  # see Draft.companions
     _current_buffer: str = ""  # the buffer of the compute node being converted
+    # The first output of the multi-output reduction being converted, when nothing writes it yet
+    _first_to_make: tuple[str, Layout] | None = None
 
     # -- BodyEnv ---------------------------------------------------------------------------------
     def buffer_name(self, name: str) -> str:
@@ -241,11 +247,9 @@ class Converter:
             ):
                 name = other.get_name()
                 if name not in self.written:
-                    raise CaptureError(
-                        f"output {data.output_index} of {kind} is used but its output 0 ({name}) is not "
-                        "(FORMAT v1 computes the later outputs from the first one's buffer)",
-                        node=node,
-                    )
+                    # Inductor dropped it (only a later output is used: torch.var, torch.std);
+                    # FORMAT v1 computes the later outputs from its buffer, so it is made too
+                    self._first_to_make = (name, layout_of(other.get_layout(), node))
                 if not same_layout(layout_of(other.get_layout(), node), layout_of(buf.get_layout(), node)):
                     raise CaptureError(f"the outputs of {kind} have different layouts", node=node)
                 return name
@@ -544,7 +548,11 @@ class Converter:
         value = st.value
         is_reduction = bool(sizes[1]) or isinstance(value, ReductionPart | Reduce)
         if is_reduction:
-            value = reduction_value(value, store, self, ctx)
+            part = value
+            value = reduction_value(part, store, self, ctx)
+            if self._first_to_make is not None:
+                assert isinstance(part, ReductionPart)
+                self._make_first(part, store, ctx, sizes, syms, name)
         elif isinstance(value, ReductionPart):
             raise CaptureError("a multi-output reduction without reduction loops", node=name)
         assert isinstance(value, Expr)
@@ -559,6 +567,39 @@ class Converter:
         doc["value"] = to_text(value)
         self.written[node.get_name()] = layout_of(node.get_layout(), name)
         self.nodes.append(doc)
+
+    def _make_first(
+        self,
+        part: ReductionPart,
+        store: Load,
+        ctx: NodeContext,
+        sizes: list[list[int]],
+        syms: list[Any],
+        name: str,
+    ) -> None:
+        """The node of a multi-output reduction's first output (the mean, the max) that a later
+        output reads and Inductor dropped: the same loops, stored at the same index of its own
+        buffer (whose layout `first_output` checked), placed before the node that reads it."""
+        assert self._first_to_make is not None
+        first, layout = self._first_to_make
+        self._first_to_make = None
+        value = reduction_value(ReductionPart(part.kind, 0, part.value), store, self, ctx)
+        taken = {doc["name"] for doc in self.nodes}
+        made = f"{name}_{first}"
+        while made in taken:
+            made += "_"
+        self.nodes.append(
+            {
+                "name": made,
+                "loops": [[s.name, n] for s, n in zip(syms, sizes[0], strict=False)],
+                "reduce": [[s.name, n] for s, n in zip(syms[len(sizes[0]) :], sizes[1], strict=True)]
+                or [["r0", 1]],
+                "store": to_text(Load(first, store.index)),
+                "value": to_text(value),
+            }
+        )
+        self.written[first] = layout
+        self.companions.setdefault(name, []).append(made)
 
     # -- buffers ---------------------------------------------------------------------------------
     def _view_conflict(self, buffer: str) -> str | None:

@@ -372,6 +372,7 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
         constants=list(conv.constants_used),
         outputs=outputs,
         dropped=conv.dropped,
+        companions=conv.companions,
     )
     return draft, real
 
@@ -466,7 +467,9 @@ def _assemble(
     }
     graph = _validated(doc, name)
     present = {n.name for n in graph.nodes}
-    kernels = [[n for n in group if n in present] for group in state.groups]
+    # a node made beside an Inductor node runs in its kernel (Draft.companions)
+    made = draft.companions
+    kernels = [[m for n in group for m in (*made.get(n, ()), n) if m in present] for group in state.groups]
     kernels = [k for k in kernels if k]
     table = AccessTable(graph)
     doc["meta"]["inductor"] = {
