@@ -77,6 +77,34 @@ assert "torch" not in sys.modules and "fuseopt.codegen.kernel" in sys.modules
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=ROOT)
 
 
+def test_group_help_lists_every_command_without_importing_one() -> None:
+    """`fuseopt --help` lists each command with its short help (`commands.SUMMARIES`, which each
+    command also takes as `short_help`) and imports no command module (torch took seconds)."""
+    import click
+
+    from fuseopt.cli.commands import COMMANDS, SUMMARIES
+
+    assert set(SUMMARIES) == set(COMMANDS)
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.short_help == SUMMARIES[name]
+    code = """
+import sys
+from fuseopt.cli.main import main
+sys.argv = ["fuseopt", "--help"]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+loaded = {m for m in sys.modules if m.startswith("fuseopt.cli.") and m.endswith("_cmd")} | ({"torch"} & set(sys.modules))
+assert not loaded, loaded
+"""
+    proc = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT)
+    for name, summary in SUMMARIES.items():
+        assert name in proc.stdout and summary.split()[0] in proc.stdout
+
+
 def test_optimize_generates_for_the_given_multiprocessors(tmp_path: os.PathLike[str]) -> None:
     from tests.fixtures.workloads import FULL, WORKLOADS
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
@@ -16,7 +17,7 @@ from fuseopt.errors import EXIT_CHECK_FAILED, InputError, NoGPUError
 from fuseopt.targets import names
 
 
-@cli.command("bench")
+@cli.command("bench", short_help=SUMMARIES["bench"])
 @click.argument("graphs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "--interpret",
@@ -30,7 +31,9 @@ from fuseopt.targets import names
     show_default=True,
     help="Warm-up calls before timing, ms. Times are GPU time, the host's launches kept out (docs/bench.md).",
 )
-@click.option("--rep", type=int, default=100, show_default=True, help="Timed calls, ms; the median is reported.")
+@click.option(
+    "--rep", type=int, default=100, show_default=True, help="Timed calls, ms; the median is reported."
+)
 @click.option(
     "--json", "json_file", type=click.Path(dir_okay=False), help="Also write the results as JSON here."
 )

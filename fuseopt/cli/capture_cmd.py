@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import stdout
 from fuseopt.cli.main import cli
 from fuseopt.errors import Diagnostic, InputError
@@ -21,7 +22,7 @@ from fuseopt.report.words import plural
 LAYOUT_CHOICES = ("contiguous", "transposed", "channels_last")
 
 
-@cli.command("capture")
+@cli.command("capture", short_help=SUMMARIES["capture"])
 @click.argument("target", metavar="FILE.py:FUNCTION")
 @click.option(
     "--module",

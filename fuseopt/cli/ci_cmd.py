@@ -18,6 +18,7 @@ from fuseopt.ci.junit import junit_xml
 from fuseopt.ci.model import CHECKS, CiReport, GraphResult
 from fuseopt.ci.sarif import sarif_log
 from fuseopt.ci.text import print_report
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import given, options_from, planning_options
@@ -60,7 +61,7 @@ def _update_baseline(baseline: str, results: list[GraphResult], jobs: list[Job])
     return written
 
 
-@cli.command("ci")
+@cli.command("ci", short_help=SUMMARIES["ci"])
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option(
     "--checks",

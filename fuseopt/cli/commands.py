@@ -1,4 +1,5 @@
-"""Every command and the module that defines it; a module is imported when its command runs."""
+"""Every command, the module that defines it, and its line in `fuseopt --help`: a module is
+imported when its command runs (so the group's help imports none of them, torch included)."""
 
 COMMANDS: dict[str, str] = {
     "bench": "fuseopt.cli.bench_cmd",
@@ -13,4 +14,20 @@ COMMANDS: dict[str, str] = {
     "schema": "fuseopt.cli.schema_cmd",
     "targets": "fuseopt.cli.targets_cmd",
     "validate": "fuseopt.cli.validate_cmd",
+}
+
+# Each command's short help (its `short_help`, and its line in the group's help)
+SUMMARIES: dict[str, str] = {
+    "bench": "Compile, check and time the plan's kernels beside eager and torch.compile.",
+    "capture": "Capture a PyTorch function with torch.compile (Inductor) as a fuseopt graph.",
+    "check-determinism": "Plan GRAPH under permutations and in fresh processes; exit 1 on a difference.",
+    "ci": "Run the checks on every graph file under PATH.",
+    "diff-jit-aot": "Plan GRAPH twice, as AOT compilation does, and compare the two plans.",
+    "explain": "Say whether two nodes share a kernel; if not, the first failing condition and a fix.",
+    "optimize": "Plan fusion and loop orders for GRAPH; print the plan, and write it with -o DIR.",
+    "reduce": "Shrink GRAPH to a minimal graph on which PREDICATE still holds.",
+    "run": "Run GRAPH on random inputs (the reference, or the generated kernels checked against it).",
+    "schema": "Print the graph format's JSON Schema.",
+    "targets": "List the GPU targets, their hardware facts and tuned constants.",
+    "validate": "Validate graph files; exit 2 if any is invalid.",
 }

@@ -13,6 +13,7 @@ from fuseopt.aot.determinism import (
     codegen_available,
 )
 from fuseopt.aot.render import print_comparison, progress
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
@@ -24,7 +25,12 @@ from fuseopt.report.words import order_difference, plural
 
 
 def _print(
-    report: DeterminismReport, graph: Graph, sources: dict[str, str], permutations: int, processes: int, codegen: bool
+    report: DeterminismReport,
+    graph: Graph,
+    sources: dict[str, str],
+    permutations: int,
+    processes: int,
+    codegen: bool,
 ) -> None:
     ok = sum(v.ok for v in report.variants)
     stdout.print(
@@ -60,7 +66,7 @@ def _print(
         stdout.print(f"  {shown(first.difference)}")
 
 
-@cli.command("check-determinism")
+@cli.command("check-determinism", short_help=SUMMARIES["check-determinism"])
 @click.argument("graph", type=click.Path(dir_okay=False))
 @click.option(
     "--permutations",

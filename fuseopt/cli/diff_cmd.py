@@ -10,6 +10,7 @@ from fuseopt.aot.diff import LABELS, DiffReport, diff_finalized, diff_graphs, di
 from fuseopt.aot.finalize import FINALIZE_MODES
 from fuseopt.aot.planfile import load_plan
 from fuseopt.aot.render import print_comparison
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
@@ -64,7 +65,7 @@ def _print(report: DiffReport, sources: Mapping[str, str] | None) -> None:
     )
 
 
-@cli.command("diff-jit-aot")
+@cli.command("diff-jit-aot", short_help=SUMMARIES["diff-jit-aot"])
 @click.argument("graphs", nargs=-1, type=click.Path(dir_okay=False), metavar="[GRAPH | JIT_GRAPH AOT_GRAPH]")
 @click.option(
     "--plans",

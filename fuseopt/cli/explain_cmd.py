@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
@@ -53,7 +54,7 @@ def check_pair(graph: Graph, path: str, a: str, b: str) -> None:
         raise InputError(diags)
 
 
-@cli.command("explain")
+@cli.command("explain", short_help=SUMMARIES["explain"])
 @click.argument("graph", type=click.Path(dir_okay=False))
 @click.argument("node_a")
 @click.argument("node_b")

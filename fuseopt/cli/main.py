@@ -35,6 +35,13 @@ class FuseoptGroup(click.Group):
             importlib.import_module(COMMANDS[cmd_name])  # registers the command on `cli`
         return super().get_command(ctx, cmd_name)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands' lines from `commands.SUMMARIES`, without importing their modules."""
+        from fuseopt.cli.commands import SUMMARIES
+
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SUMMARIES[name]) for name in self.list_commands(ctx)])
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

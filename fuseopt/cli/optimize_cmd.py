@@ -12,6 +12,7 @@ import os
 import click
 
 from fuseopt.aot.render import progress
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
@@ -40,7 +41,7 @@ def emit_kernels(
     return emit_module(graph, plan, autotune=autotune, options=options)
 
 
-@cli.command("optimize")
+@cli.command("optimize", short_help=SUMMARIES["optimize"])
 @click.argument("graph", type=click.Path(dir_okay=False))
 @click.option(
     "-o", "--out", "out_dir", type=click.Path(file_okay=False), help="Write plan.json (and kernels.py) here."

@@ -11,6 +11,7 @@ import click
 from fuseopt.aot.finalize import FINALIZE_MODES
 from fuseopt.aot.reduce import Predicate, diverges, kernels_exceed, nondeterministic, reduce_graph
 from fuseopt.aot.render import progress
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
@@ -73,7 +74,7 @@ def _labelled(small: Graph, source: Graph, until: str, nodes_before: int, opts: 
     return small.replace(description=desc, meta=meta)
 
 
-@cli.command("reduce")
+@cli.command("reduce", short_help=SUMMARIES["reduce"])
 @click.argument("graph", type=click.Path(dir_okay=False))
 @click.option(
     "--until", "until", required=True, metavar="PREDICATE", help=f"What must keep holding: {UNTIL_HELP}."

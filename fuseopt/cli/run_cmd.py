@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from rich.table import Table
 
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
@@ -49,7 +50,9 @@ RUN_FORMAT = "fuseopt-run/2"
 Backend = Callable[[Graph, Mapping[str, torch.Tensor], Options], Mapping[str, torch.Tensor]]
 
 
-def _reference(graph: Graph, inputs: Mapping[str, torch.Tensor], _opts: Options) -> Mapping[str, torch.Tensor]:
+def _reference(
+    graph: Graph, inputs: Mapping[str, torch.Tensor], _opts: Options
+) -> Mapping[str, torch.Tensor]:
     return run_graph(graph, inputs, limits=None)  # `run` checked the limits it was given
 
 
@@ -84,7 +87,7 @@ class SizeParam(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-@cli.command("run")
+@cli.command("run", short_help=SUMMARIES["run"])
 @click.argument("graph_file", metavar="GRAPH", type=click.Path(dir_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option(
@@ -148,7 +151,9 @@ def run(
     except FuseoptError as err:
         raise _located(err, graph_file) from None
     # every output the backend returned (a generated module missing one is a check failure)
-    outputs = {b.name: logical_view(graph, b.name, storages[b.name]) for b in graph.outputs if b.name in storages}
+    outputs = {
+        b.name: logical_view(graph, b.name, storages[b.name]) for b in graph.outputs if b.name in storages
+    }
     summaries = [summarize(name, t) for name, t in outputs.items()]
     saved: list[str] = []
     if save_dir is not None:
@@ -169,7 +174,15 @@ def run(
         }
         click.echo(dump_json(doc), nl=False)
     else:
-        _print_text(graph, backend, seed, summaries, saved, checks, options_text(resolved.options.to_json(), resolved.sources))
+        _print_text(
+            graph,
+            backend,
+            seed,
+            summaries,
+            saved,
+            checks,
+            options_text(resolved.options.to_json(), resolved.sources),
+        )
     if not ok:
         raise SystemExit(EXIT_CHECK_FAILED)
 
@@ -294,7 +307,9 @@ def _print_text(
             "interpreter's within its tolerance"
         )
         return
-    stdout.print(f"[bold red]MISMATCH[/]: {len(bad)} of {plural(len(checks), 'output')} differ from the reference")
+    stdout.print(
+        f"[bold red]MISMATCH[/]: {len(bad)} of {plural(len(checks), 'output')} differ from the reference"
+    )
     for c in bad:
         stdout.print(f"  {shown(_mismatch_text(c))}")
 

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.main import cli
 from fuseopt.ir.models import Graph
 
@@ -15,7 +16,7 @@ def graph_schema_text() -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
-@cli.command("schema")
+@cli.command("schema", short_help=SUMMARIES["schema"])
 def schema() -> None:
     """Print the graph format's JSON Schema (the committed copy is schemas/graph.schema.json)."""
     click.echo(graph_schema_text(), nl=False)

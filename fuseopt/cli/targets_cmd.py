@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.targets import DEFAULT, Target, detect, get, names
@@ -16,7 +17,7 @@ from fuseopt.targets.base import doc
 FORMAT = "fuseopt-targets/1"
 
 
-@cli.command("targets")
+@cli.command("targets", short_help=SUMMARIES["targets"])
 @click.argument("name", required=False, type=click.Choice(names()))
 @click.option(
     "--detect",

@@ -6,6 +6,7 @@ from typing import cast
 
 import click
 
+from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, print_diagnostics, shown, stdout
 from fuseopt.cli.main import cli
 from fuseopt.errors import EXIT_BAD_INPUT, Diagnostic, InputError
@@ -13,7 +14,7 @@ from fuseopt.io.load import load_graph
 from fuseopt.report.words import plural
 
 
-@cli.command("validate")
+@cli.command("validate", short_help=SUMMARIES["validate"])
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def validate(files: tuple[str, ...], fmt: str) -> None:
