@@ -2,7 +2,10 @@
 
 `optimize(graph, options)` runs fusion (with the loop-order pass as its reorder hook) and then the
 post-fusion passes, and returns the transformed graph and the plan. `verify` can run after each
-pass (`--verify`, and always in tests).
+pass (`--verify`, and always in tests). The caller's own work on the result (`finish`: the CLI's
+check and plan JSON) is part of the run: at the size cap, while a forked child makes the natural
+plan, the fusion pass runs the rest of the pipeline and `finish` on the packed plan, and the
+result is kept when that plan is (`_fusion`). The unfused plan is made on first use (`Baseline`).
 """
 
 from __future__ import annotations
