@@ -40,7 +40,9 @@ def test_det_small_finds_the_one_kernel_plan_in_every_order() -> None:
     opts = Options()
     for i in range(20):
         variant = permuted(g, random.Random(i))
-        assert _kernels(variant, opts) == [frozenset(n.name for n in g.nodes)], [n.name for n in variant.nodes]
+        assert _kernels(variant, opts) == [frozenset(n.name for n in g.nodes)], [
+            n.name for n in variant.nodes
+        ]
 
 
 def _doc(seed: int, n: int, rows: int, cols: int) -> dict[str, Any]:

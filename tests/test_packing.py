@@ -131,7 +131,9 @@ def test_a_plan_at_the_kernel_count_bound_is_not_planned_again(
         f"  - {{name: n{k:03d}, loops: [[i, 4]], store: 't{k}[i]', value: '{f't{k - 1}' if k else 'x'}[i] + 1'}}"
         for k in range(n)
     )
-    bufs = "\n".join(f"  t{k}: {{shape: [4], dtype: float32{', role: output' if k == n - 1 else ''}}}" for k in range(n))
+    bufs = "\n".join(
+        f"  t{k}: {{shape: [4], dtype: float32{', role: output' if k == n - 1 else ''}}}" for k in range(n)
+    )
     g = load_text(
         f"format: fuseopt-graph/1\nname: chain\nbuffers:\n  x: {{shape: [4], dtype: float32, role: input}}\n{bufs}\n"
         f"nodes:\n{nodes}\n",
@@ -164,8 +166,16 @@ def _chains(count: int, length: int) -> Graph:
             out = ", role: output" if k == length - 1 else ""
             bufs.append(f"  t{c}_{k}: {{shape: [4], dtype: float32{out}}}")
             src = f"t{c}_{k - 1}" if k else f"x{c}"
-            nodes.append(f"  - {{name: n{c}_{k:02d}, loops: [[i, 4]], store: 't{c}_{k}[i]', value: '{src}[i] * 2'}}")
-    text = "format: fuseopt-graph/1\nname: chains\nbuffers:\n" + "\n".join(bufs) + "\nnodes:\n" + "\n".join(nodes) + "\n"
+            nodes.append(
+                f"  - {{name: n{c}_{k:02d}, loops: [[i, 4]], store: 't{c}_{k}[i]', value: '{src}[i] * 2'}}"
+            )
+    text = (
+        "format: fuseopt-graph/1\nname: chains\nbuffers:\n"
+        + "\n".join(bufs)
+        + "\nnodes:\n"
+        + "\n".join(nodes)
+        + "\n"
+    )
     return load_text(text, "chains.yaml")
 
 
@@ -203,7 +213,11 @@ def test_the_plan_kept_at_the_cap_has_the_fewest_kernels_then_bytes() -> None:
     from fuseopt.passes.loop_order import LoopOrder
     from fuseopt.passes.pipeline import initial_stage, normalize_pass
 
-    for make, n, seed, size in [(make_graph, 120, 0, 16), (make_transposed, 90, 2, 16), (make_mixed, 80, 1, 8)]:
+    for make, n, seed, size in [
+        (make_graph, 120, 0, 16),
+        (make_transposed, 90, 2, 16),
+        (make_mixed, 80, 1, 8),
+    ]:
         g = load_text(json.dumps(make(n, seed, 8, 16)), "g.json")
         opts = Options(max_fusion_size=size)
         stage = optimize(g, opts)
@@ -239,7 +253,9 @@ def test_loop_transformations_are_searched_only_for_pairs_taken_off_the_queue(
     assert _stranded(g, Options(), stage) == []
 
 
-def test_a_pair_no_transformation_cures_is_not_searched_again_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pair_no_transformation_cures_is_not_searched_again_unchanged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A failed search is remembered by both groups' version stamps: the next phase's sweep does
     not queue the pair for a search again until one of its groups changes."""
     from fuseopt.passes.loop_order import LoopOrder

@@ -164,7 +164,9 @@ def check_fusion(state: FusionState, g1: Group, g2: Group, opts: Options) -> Ver
 _SEARCH_CYCLE = Verdict.no("would_create_cycle", "a path through another kernel")
 
 
-def _cycle_verdict(state: FusionState, g1: Group, g2: Group, memory: int, *, ordered: bool = False) -> Verdict:
+def _cycle_verdict(
+    state: FusionState, g1: Group, g2: Group, memory: int, *, ordered: bool = False
+) -> Verdict:
     """The cycle's verdict, g1 and g2 in path order (`ordered`: the caller knows g1 goes first)."""
     if not ordered and state.is_ancestor(g2, g1):
         g1, g2 = g2, g1
