@@ -366,6 +366,37 @@ def test_a_later_welford_output_alone_makes_the_first(fn: Any, args: tuple[torch
         assert_matches_torch(cap, [fn(*args)])
 
 
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    [
+        (lambda x: torch.var_mean(x, dim=0), (_randn(1000, 96),)),  # chunks that divide the rows
+        (lambda x: torch.var_mean(x, dim=0), (_randn(999, 96),)),  # masked chunks
+        (lambda x: x.std(0, unbiased=False) * 2, (_randn(19999, 7),)),  # split twice, masked
+        (lambda x: torch.nn.functional.layer_norm(x, (x.shape[-1],)), (_randn(2, 65536),)),  # few long rows
+        (lambda x: torch.var_mean(torch.where(x > 1, float("nan"), x), dim=0), (_randn(1000, 96),)),
+    ],
+    ids=["divisible", "masked", "two_splits", "layer_norm_long_rows", "nan"],
+)
+def test_a_split_welford_reduction_is_combined(fn: Any, args: tuple[torch.Tensor, ...]) -> None:
+    """Inductor splits a long Welford reduction: chunks reduced to (mean, M2, weight), then a
+    `welford_combine` over the chunks (masked where they do not divide the points). The combine
+    becomes three reductions (the total weight, the weighted mean over it, M2 with each chunk's
+    spread from that mean), outputs Inductor dropped are made, outputs Inductor orders after the
+    one that reads them are converted first. The graph computes what torch does, and fuseopt's
+    plan of it has at most Inductor's kernels and bytes."""
+    cap = capture_program(fn, *args)
+    g = cap.graph
+    with torch.no_grad():
+        want = fn(*args)
+    got = cap.program_outputs(run_graph(g, cap.input_storages()))
+    for a, b in zip(got, list(want) if isinstance(want, tuple) else [want], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)  # NaN where torch's
+    assert any("sum(buf" in to_text(n.value) and "/ buf" in to_text(n.value) for n in g.nodes if n.reduce)
+    stage = optimize(g, Options())
+    assert len(stage.plan.kernels) <= g.meta["inductor"]["kernel_count"]
+    assert stage.plan.metrics["bytes"] <= g.meta["inductor"]["num_bytes_accessed"]
+
+
 # -- errors -----------------------------------------------------------------------------------------
 def test_unsupported_op_is_a_clear_error() -> None:
     boundaries = torch.tensor([-1.0, 0.0, 1.0])

@@ -5,7 +5,7 @@ becomes a node of fuseopt's expression tree (`fuseopt.ir.expr`), by rule tables 
 name; an op without a rule is an error naming it. Masked sub-blocks are run inside `masked(...)`,
 index expressions go through `IndexPrinter`, and an indirect index is a symbol that prints as the
 load it came from. Multi-output reductions (Welford's var_mean, online softmax) become one reduction
-per output buffer; the second output reads the first's buffer (see `_second_output`).
+per output buffer; a later output reads an earlier one's buffer (see `_output`).
 """
 
 from __future__ import annotations
@@ -80,7 +80,11 @@ REDUCTIONS: dict[str, str] = {
 }
 
 # Reductions with several outputs, each stored by its own node: the number of outputs.
-MULTI_OUTPUT_REDUCTIONS: dict[str, int] = {"welford_reduce": 3, "online_softmax_reduce": 2}
+MULTI_OUTPUT_REDUCTIONS: dict[str, int] = {
+    "welford_reduce": 3,
+    "welford_combine": 3,
+    "online_softmax_reduce": 2,
+}
 
 # Inductor's random ops (`torch.rand_like`, dropout in training): FORMAT graphs are deterministic.
 RANDOM_OPS = frozenset({"rand", "randn", "randint64", "load_seed", "seed", "inductor_random"})
@@ -114,11 +118,14 @@ def constant(value: Any, dtype: DType | None, *, node: str) -> Const:
 
 @dataclass(frozen=True)
 class ReductionPart:
-    """Output `index` of a multi-output reduction of `value` (what `getitem` on it returns)."""
+    """Output `index` of a multi-output reduction of `value` (what `getitem` on it returns).
+    `parts`: a Welford combine's (mean, M2, weight) of each point (a split reduction's chunks, or
+    masked points), `value` being the mean."""
 
     kind: str
     index: int
     value: Expr
+    parts: tuple[Expr, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,10 @@ class BodyEnv(Protocol):
 
     def load(self, name: str, index: sympy.Expr, ctx: NodeContext) -> Expr: ...
 
-    def first_output(self, node: str, kind: str) -> str: ...
+    def output_of(self, part: ReductionPart, index: int, store: Load, ctx: NodeContext) -> str:
+        """The buffer of output `index` of the multi-output reduction `part` belongs to (made, at
+        this node's loops and store index, where nothing writes it)."""
+        ...
 
 
 @dataclass
@@ -250,6 +260,9 @@ class BodyHandler:
         return Masked(self._value(mask), self._value(body()), self._value(other))
 
     def reduction(self, dtype: Any, src_dtype: Any, reduction_type: str, value: Any) -> Any:
+        if reduction_type == "welford_combine":  # value: (mean, M2, weight) of each point
+            parts = tuple(self._value(v) for v in value)
+            return tuple(ReductionPart(reduction_type, i, parts[0], parts) for i in range(3))
         if reduction_type in MULTI_OUTPUT_REDUCTIONS:
             v = self._value(value)
             return tuple(
@@ -278,35 +291,49 @@ class BodyHandler:
 
 
 def reduction_value(part: Expr | ReductionPart, store: Load, env: BodyEnv, ctx: NodeContext) -> Expr:
-    """The top-level reduction a node stores: plain, or one output of a multi-output reduction."""
+    """The top-level reduction a node stores: plain, or one output of a multi-output reduction.
+    A later output reads an earlier one from its buffer at this node's store index (FORMAT v1 has
+    one reduction a node): Welford's M2 the mean, a combine's mean the total weight, online
+    softmax's sum the max."""
     if isinstance(part, Expr):
         return part
     n = float(ctx.rnumel)
     if part.kind == "welford_reduce":
         if part.index == 0:  # mean
             return Reduce("sum", Binary("truediv", part.value, Const(n)))
-        if part.index == 2:  # weight: the number of elements reduced
-            return Reduce("sum", Const(1.0))
-        return Reduce("sum", _squared(Binary("sub", part.value, _second_output(part, store, env, ctx))))
+        if part.index == 2:  # weight: the number of elements reduced, counted over the value
+            # (1.0 for every point, NaN included) as Inductor's node, which reads what the mean
+            # and M2 read: the planner then sees the kernel the three share
+            v = part.value
+            return Reduce("sum", Where(Binary("eq", v, v), Const(1.0), Const(1.0)))
+        return Reduce("sum", _squared(Binary("sub", part.value, _output(part, 0, store, env, ctx))))
+    if part.kind == "welford_combine":  # Chan et al.'s parallel combination of (mean, M2, weight)
+        mean, m2, weight = part.parts
+        if part.index == 2:  # weight: the total
+            return Reduce("sum", weight)
+        if part.index == 0:  # mean: the weighted means over the total weight
+            total = _output(part, 2, store, env, ctx)
+            return Reduce("sum", Binary("truediv", Binary("mul", weight, mean), total))
+        delta = Binary("sub", mean, _output(part, 0, store, env, ctx))
+        return Reduce("sum", Binary("add", m2, Binary("mul", weight, _squared(delta))))
     # online softmax: (max, sum(exp(x - max)))
     if part.index == 0:
         return Reduce("max", part.value)
-    return Reduce("sum", Unary("exp", Binary("sub", part.value, _second_output(part, store, env, ctx))))
+    return Reduce("sum", Unary("exp", Binary("sub", part.value, _output(part, 0, store, env, ctx))))
 
 
 def _squared(e: Expr) -> Expr:
     return Binary("mul", e, e)
 
 
-def _second_output(part: ReductionPart, store: Load, env: BodyEnv, ctx: NodeContext) -> Expr:
-    """The first output's value at this point: a load of its buffer at this node's store index.
+def _output(part: ReductionPart, index: int, store: Load, env: BodyEnv, ctx: NodeContext) -> Expr:
+    """Output `index` of the same reduction at this point: a load of its buffer at this node's
+    store index (the converter checks the outputs share a layout).
 
     Inductor computes the outputs of one multi-output reduction together; FORMAT v1 has one
-    reduction per node, so the later outputs (Welford's M2, online softmax's sum) read the first
-    (the mean, the max) from its buffer, which the converter checks has this buffer's layout.
-    """
-    first = env.first_output(ctx.node, part.kind)
-    return Load(first, store.index)
+    reduction per node, so the later outputs (Welford's M2, a combine's mean, online softmax's
+    sum) read the earlier one (the mean, the total weight, the max) from its buffer."""
+    return Load(env.output_of(part, index, store, ctx), store.index)
 
 
 def run_body(body: Any, sizes: Sequence[Sequence[int]], env: BodyEnv, ctx: NodeContext) -> list[Store]:

@@ -110,9 +110,29 @@ class Draft:
     constants: list[str]  # our names of the inputs that are Inductor constants
     outputs: list[OutputSpec]
     dropped: list[str]  # Inductor nodes with no FORMAT node (no-op concatenations)
-    # Inductor node -> the FORMAT nodes made for it besides its own (the first output of a
-    # multi-output reduction that Inductor computes in the same kernel but no one else reads)
+    # Inductor node -> the FORMAT nodes made for it besides its own (an output of its multi-output
+    # reduction that Inductor computes in the same kernel and dropped, which a later output reads)
     companions: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _same_loader(a: Any, b: Any) -> bool:
+    """Whether two outputs of multi-output reductions read the same values: one loader, or (a
+    Welford combine, whose (mean, M2, weight) loaders each output wraps in a closure of its own)
+    the same inner loaders."""
+    if a is b:
+        return True
+    fa, fb = _inner_loaders(a), _inner_loaders(b)
+    if fa is None or fb is None or len(fa) != len(fb):
+        return False
+    return all(x is y for x, y in zip(fa, fb, strict=True))
+
+
+def _inner_loaders(loader: Any) -> tuple[Any, ...] | None:
+    for cell in getattr(loader, "__closure__", None) or ():
+        v = cell.cell_contents
+        if isinstance(v, tuple | list) and len(v) > 1 and all(callable(f) for f in v):
+            return tuple(v)
+    return None
 
 
 def _int(e: Any, what: str, node: str | None) -> int:
@@ -183,8 +203,11 @@ class Converter:
     scalars: dict[Any, str] = field(default_factory=dict)  # item()'s symbol -> its 0-d buffer
     companions: dict[str, list[str]] = field(default_factory=dict)  # see Draft.companions
     _current_buffer: str = ""  # the buffer of the compute node being converted
-    # The first output of the multi-output reduction being converted, when nothing writes it yet
-    _first_to_make: tuple[str, Layout] | None = None
+    # the loop sizes and symbols of the compute node being converted (`_make_output` repeats them)
+    _current_loops: tuple[list[list[int]], list[Any]] = ([], [])
+    # buffer -> the Inductor compute node that writes it; those `_make_output` converted early
+    _scheduled: dict[str, str] = field(default_factory=dict)
+    _converted_early: set[str] = field(default_factory=set)
 
     # -- BodyEnv ---------------------------------------------------------------------------------
     def buffer_name(self, name: str) -> str:
@@ -229,9 +252,10 @@ class Converter:
             return int(sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) + 1)
         return layout_of(self.graph.get_buffer(name).get_layout(), name).storage_size
 
-    def first_output(self, node: str, kind: str) -> str:
+    def output_of(self, part: ReductionPart, index: int, store: Load, ctx: NodeContext) -> str:
         import torch._inductor.ir as ir
 
+        node, kind = ctx.node, part.kind
         buf = self.graph.get_buffer(self._current_buffer)
         data = buf.data
         # torch 2.11 has WelfordReduction only; later versions share a MultiOutputReduction base.
@@ -241,19 +265,52 @@ class Converter:
             if (
                 isinstance(od, multi)
                 and type(od) is type(data)
-                and od.output_index == 0
+                and od.output_index == index
                 and od.reduction_type == data.reduction_type
-                and od.inner_fn is data.inner_fn
+                and _same_loader(od.inner_fn, data.inner_fn)
             ):
                 name = other.get_name()
-                if name not in self.written:
-                    # Inductor dropped it (only a later output is used: torch.var, torch.std);
-                    # FORMAT v1 computes the later outputs from its buffer, so it is made too
-                    self._first_to_make = (name, layout_of(other.get_layout(), node))
                 if not same_layout(layout_of(other.get_layout(), node), layout_of(buf.get_layout(), node)):
                     raise CaptureError(f"the outputs of {kind} have different layouts", node=node)
+                if name not in self.written:
+                    # Inductor dropped it (only a later output is used: torch.var, torch.std,
+                    # a split var_mean's total weight); a later output reads it, so it is made
+                    self._make_output(part, index, name, layout_of(other.get_layout(), node), store, ctx)
                 return name
-        raise CaptureError(f"cannot find output 0 of this {kind}", node=node)
+        raise CaptureError(f"cannot find output {index} of this {kind}", node=node)
+
+    def _make_output(
+        self, part: ReductionPart, index: int, buffer: str, layout: Layout, store: Load, ctx: NodeContext
+    ) -> None:
+        """The node of output `index` of the multi-output reduction being converted, which a later
+        output reads before anything wrote it: the same loops, stored at the same index of its own
+        buffer, placed before the node that reads it (after what it reads in turn). Where Inductor
+        has a node for it later in its order (the outputs of one reduction come in any order), it
+        is that node, converted now and skipped then; where Inductor dropped it, it is named
+        `<node>_<buffer>` and counted in this node's Inductor kernel (`Draft.companions`)."""
+        value = reduction_value(ReductionPart(part.kind, index, part.value, part.parts), store, self, ctx)
+        later = self._scheduled.get(buffer)
+        if later is not None:
+            made = later
+            self._converted_early.add(later)
+        else:
+            taken = {doc["name"] for doc in self.nodes}
+            made = f"{ctx.node}_{buffer}"
+            while made in taken:
+                made += "_"
+            self.companions.setdefault(ctx.node, []).append(made)
+        sizes, syms = self._current_loops
+        self.nodes.append(
+            {
+                "name": made,
+                "loops": [[s.name, n] for s, n in zip(syms, sizes[0], strict=False)],
+                "reduce": [[s.name, n] for s, n in zip(syms[len(sizes[0]) :], sizes[1], strict=True)]
+                or [["r0", 1]],
+                "store": to_text(Load(buffer, store.index)),
+                "value": to_text(value),
+            }
+        )
+        self.written[buffer] = layout
 
     # -- nodes -----------------------------------------------------------------------------------
     def run(self, snodes: Sequence[Any]) -> None:
@@ -262,7 +319,16 @@ class Converter:
 
         for outer in snodes:
             for sn in outer.get_nodes():
+                other = (scheduler.NopKernelSchedulerNode, scheduler.ExternKernelSchedulerNode)
+                node: Any = sn.node
+                computes = isinstance(sn, scheduler.SchedulerNode) and not isinstance(sn, other)
+                if computes and not isinstance(node, ir.TemplateBuffer):
+                    self._scheduled[node.get_name()] = sn.get_name()
+        for outer in snodes:
+            for sn in outer.get_nodes():
                 name = sn.get_name()
+                if name in self._converted_early:
+                    continue  # an output of a multi-output reduction another output needed first
                 if isinstance(sn, scheduler.NopKernelSchedulerNode):
                     self._nop(sn, name)
                 elif isinstance(sn, scheduler.ExternKernelSchedulerNode):
@@ -548,11 +614,8 @@ class Converter:
         value = st.value
         is_reduction = bool(sizes[1]) or isinstance(value, ReductionPart | Reduce)
         if is_reduction:
-            part = value
-            value = reduction_value(part, store, self, ctx)
-            if self._first_to_make is not None:
-                assert isinstance(part, ReductionPart)
-                self._make_first(part, store, ctx, sizes, syms, name)
+            self._current_loops = (sizes, syms)
+            value = reduction_value(value, store, self, ctx)
         elif isinstance(value, ReductionPart):
             raise CaptureError("a multi-output reduction without reduction loops", node=name)
         assert isinstance(value, Expr)
@@ -567,39 +630,6 @@ class Converter:
         doc["value"] = to_text(value)
         self.written[node.get_name()] = layout_of(node.get_layout(), name)
         self.nodes.append(doc)
-
-    def _make_first(
-        self,
-        part: ReductionPart,
-        store: Load,
-        ctx: NodeContext,
-        sizes: list[list[int]],
-        syms: list[Any],
-        name: str,
-    ) -> None:
-        """The node of a multi-output reduction's first output (the mean, the max) that a later
-        output reads and Inductor dropped: the same loops, stored at the same index of its own
-        buffer (whose layout `first_output` checked), placed before the node that reads it."""
-        assert self._first_to_make is not None
-        first, layout = self._first_to_make
-        self._first_to_make = None
-        value = reduction_value(ReductionPart(part.kind, 0, part.value), store, self, ctx)
-        taken = {doc["name"] for doc in self.nodes}
-        made = f"{name}_{first}"
-        while made in taken:
-            made += "_"
-        self.nodes.append(
-            {
-                "name": made,
-                "loops": [[s.name, n] for s, n in zip(syms, sizes[0], strict=False)],
-                "reduce": [[s.name, n] for s, n in zip(syms[len(sizes[0]) :], sizes[1], strict=True)]
-                or [["r0", 1]],
-                "store": to_text(Load(first, store.index)),
-                "value": to_text(value),
-            }
-        )
-        self.written[first] = layout
-        self.companions.setdefault(name, []).append(made)
 
     # -- buffers ---------------------------------------------------------------------------------
     def _view_conflict(self, buffer: str) -> str | None:
