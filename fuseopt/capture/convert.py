@@ -273,8 +273,8 @@ class Converter:
                 if not same_layout(layout_of(other.get_layout(), node), layout_of(buf.get_layout(), node)):
                     raise CaptureError(f"the outputs of {kind} have different layouts", node=node)
                 if name not in self.written:
-                    # Inductor dropped it (only a later output is used: torch.var, torch.std,
-                    # a split var_mean's total weight); a later output reads it, so it is made
+                    # nothing wrote it yet: Inductor dropped it (only a later output is used:
+                    # torch.var, torch.std, a split var_mean's total weight) or orders it later
                     self._make_output(part, index, name, layout_of(other.get_layout(), node), store, ctx)
                 return name
         raise CaptureError(f"cannot find output {index} of this {kind}", node=node)
