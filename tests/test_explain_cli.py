@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -49,3 +50,25 @@ def test_the_same_node_twice_is_an_error() -> None:
 def test_json_is_versioned() -> None:
     doc = json.loads(_explain(str(SAMPLES / "apbt.yaml"), "n1", "n2", "--format", "json").output)
     assert doc["format"] == "fuseopt-explain/1" and doc["graph"] == "apbt" and doc["fused"] is True
+
+
+def test_jobs_give_the_same_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--jobs 2` on a capped graph of PARALLEL_MIN_NODES nodes plans in two processes and answers
+    as `--jobs 1` does, for a fused pair and a refused one."""
+    from fuseopt.passes import packing, speculate
+    from tests.fixtures.graphgen import FAMILIES
+
+    started: list[int] = []
+    real = speculate.Forked.start
+    monkeypatch.setattr(speculate.Forked, "start", staticmethod(lambda work: started.append(1) or real(work)))
+
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(FAMILIES["transposed"](packing.PARALLEL_MIN_NODES, 5, 8, 16)))
+    g = load_graph(path)
+    first, last = g.nodes[0].name, g.nodes[-1].name
+    for a, b in ((first, g.nodes[1].name), (first, last)):
+        out = {
+            jobs: _explain(str(path), a, b, "--format", "json", "--jobs", jobs).output for jobs in ("1", "2")
+        }
+        assert out["1"] == out["2"] and json.loads(out["1"])["format"] == "fuseopt-explain/1"
+    assert len(started) == 2  # a child for each --jobs 2

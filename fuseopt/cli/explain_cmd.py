@@ -6,6 +6,7 @@ node names (difflib) as suggestions; A and B must be two different nodes.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from typing import Any
 
@@ -20,6 +21,7 @@ from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.explain import explain
 from fuseopt.passes.pipeline import optimize
+from fuseopt.passes.speculate import cpus
 from fuseopt.report.plan_text import options_text
 
 EXPLAIN_FORMAT = "fuseopt-explain/1"
@@ -59,12 +61,20 @@ def check_pair(graph: Graph, path: str, a: str, b: str) -> None:
 @click.argument("node_a")
 @click.argument("node_b")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Processes planning may use (default: the CPUs this process may run on), as for optimize; "
+    "the plan, and so the answer, is the same for any value.",
+)
 @planning_options
 def explain_cmd(
     graph: str,
     node_a: str,
     node_b: str,
     fmt: str,
+    jobs: int | None,
     scoring: str | None,
     max_fusion_size: int | None,
     no_loop_order: bool | None,
@@ -73,7 +83,7 @@ def explain_cmd(
     g = load_graph(graph)
     check_pair(g, graph, node_a, node_b)
     resolved = graph_options(g, scoring, max_fusion_size, no_loop_order)
-    opts = resolved.options
+    opts = dataclasses.replace(resolved.options, jobs=jobs or cpus())
     ex = explain(optimize(g, opts), node_a, node_b, opts)
     if fmt == "json":
         doc: dict[str, Any] = {"format": EXPLAIN_FORMAT, "graph": g.name, "options": opts.to_json()}
