@@ -68,6 +68,11 @@ def _recv(fd: int) -> bytes | None:
     return _read_exactly(fd, _LENGTH.unpack(head)[0])
 
 
+def _unpickle(raw: bytes) -> Any:
+    """A message of this process's own forked child, which pickled its own objects."""
+    return pickle.loads(raw)  # safe: bytes our forked child pickled from its own objects, never input
+
+
 def _read_exactly(fd: int, n: int) -> bytes | None:
     parts: list[bytes] = []
     while n:
@@ -125,8 +130,7 @@ class Forked(Generic[S, R]):
         """The child's summary (waits for it); None if the child failed."""
         if self._summary is None:
             raw = _recv(self._from)
-            # safe: bytes our own forked child pickled from its own objects, never input text
-            message = pickle.loads(raw) if raw is not None else ("failed", None)
+            message = _unpickle(raw) if raw is not None else ("failed", None)
             self._summary = message
         status, value = self._summary
         return value if status == "ok" else None
@@ -141,8 +145,7 @@ class Forked(Generic[S, R]):
         except BrokenPipeError:
             return None
         raw = _recv(self._from)
-        # safe: bytes our own forked child pickled from its own objects, never input text
-        out: R | None = pickle.loads(raw) if raw is not None else None
+        out: R | None = _unpickle(raw) if raw is not None else None
         self.close()
         return out
 
