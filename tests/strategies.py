@@ -70,6 +70,7 @@ SPLIT = CodegenOptions(
     unroll_rnumel=0,
     split_programs=1 << 20,
     split_min_r_blocks=1,
+    strategy="split",  # taken where it applies: a tiny reduction's cost favours one kernel
 )
 
 

@@ -124,6 +124,22 @@ def test_optimize_generates_for_the_given_multiprocessors(tmp_path: os.PathLike[
     assert code == 2 and "--multiprocessors" in text
 
 
+def test_optimize_takes_the_strategy_it_is_given(tmp_path: os.PathLike[str]) -> None:
+    """Column sums over 16384 rows: the cost model splits them (two kernels); --strategy
+    looped_row gives one looped kernel; a name that is not a strategy is a usage error."""
+    path = os.path.join(ROOT, "tests", "golden", "kernels", "col_sum_split.json")
+    kernels = {}
+    for strategy in (None, "looped_row"):
+        out_dir = os.path.join(str(tmp_path), str(strategy))
+        code, text = run("optimize", path, "-o", out_dir, *(("--strategy", strategy) if strategy else ()))
+        assert code == 0, text
+        with open(os.path.join(out_dir, "kernels.py"), encoding="utf-8") as f:
+            kernels[strategy] = f.read().count("@triton.jit\ndef triton_")
+    assert kernels == {None: 2, "looped_row": 1}
+    code, text = run("optimize", path, "--strategy", "tile1d")
+    assert code == 2 and "tile_1d" in text
+
+
 def test_optimize_shows_its_steps_on_a_terminal_only(tmp_path: os.PathLike[str], monkeypatch: object) -> None:
     """On a terminal, stderr shows the step under way (loading, planning N nodes and checking the
     plan, generating Triton) and clears it; stdout keeps the plan alone. Not on a terminal

@@ -430,7 +430,8 @@ buffers:
 nodes:
   - {name: n0, loops: [[i, 64]], reduce: [[r, 3840]], store: "s[i]", value: "sum(x[64*r + i])"}
 """
-    src = emit_module(graph(col), unfused_plan(graph(col)), autotune=True)
+    split = CodegenOptions(autotune=True, strategy="split")  # 1 MB: the cost model would loop it
+    src = emit_module(graph(col), unfused_plan(graph(col)), options=split)
     m = re.search(r"range\(rsplit \* (\d+),", src)
     blocks = {
         int(r) for r in re.findall(r'"R0_BLOCK": (\d+)', src.split("@triton.autotune(")[1].split("def ")[0])
@@ -702,7 +703,8 @@ def test_persistent_rows_follow_the_input_layout(
     text = COLUMN_SUMS.format(fn=fn) if layout == "column" else softmax_rows(layout, fn, row, r)
     st = optimize(load_text(text, "softmax.yaml"))
     assert len(st.plan.kernels) == 1
-    src = emit_module(st.graph, st.plan)
+    persistent = CodegenOptions(strategy="persistent_row")  # a few rows: the cost model loops them
+    src = emit_module(st.graph, st.plan, options=persistent)
     assert re.findall(r"XBLOCK=\d+, R0_BLOCK=\d+, num_warps=\d+(?:, num_ctas=\d+)?", src) == launches
     if len(launches) == 1:
         assert "_clusters" not in src
@@ -712,7 +714,7 @@ def test_persistent_rows_follow_the_input_layout(
     compare_with_reference(st.graph, st.plan, source=src)  # CPU tensors: the fallback
     for on in (True, False):
         compare_with_reference(st.graph, st.plan, source=_with_clusters(src, on))
-    off = emit_module(st.graph, st.plan, options=CodegenOptions(clusters=False))
+    off = emit_module(st.graph, st.plan, options=CodegenOptions(clusters=False, strategy="persistent_row"))
     assert "_clusters" not in off and launches[1] in off
 
 

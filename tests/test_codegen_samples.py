@@ -53,7 +53,12 @@ HAND_FUSED: dict[str, list[list[str]]] = {
 LOOPED = CodegenOptions(persistent_rnumel=0, max_r0_block=8)
 # Split reductions (a few chunks; tests/strategies.SPLIT's one-element chunks are for tiny graphs).
 SPLIT = CodegenOptions(
-    persistent_rnumel=0, max_r0_block=8, unroll_rnumel=0, split_programs=64, split_min_r_blocks=1
+    persistent_rnumel=0,
+    max_r0_block=8,
+    unroll_rnumel=0,
+    split_programs=64,
+    split_min_r_blocks=1,
+    strategy="split",
 )
 
 

@@ -28,14 +28,6 @@ def test_persistent_row_up_to_persistent_rnumel() -> None:
     assert persistent_row.applies(graph, launch, CodegenOptions(persistent_rnumel=rnumel - 1)) is None
 
 
-def test_persistent_row_cost_falls_with_more_multiprocessors() -> None:
-    graph, launch = launches(["col_sum_fp16", "layernorm_t_small", "softmax_cluster", "row_sum_odd"][0])[0]
-    few, many = CodegenOptions(multiprocessors=66), CodegenOptions(multiprocessors=132)
-    planned = persistent_row.applies(graph, launch, few)
-    assert planned is not None and isinstance(planned.strategy, PersistentRow)
-    assert persistent_row.cost(planned, few) == 2 * persistent_row.cost(planned, many) > 0
-
-
 def test_every_launch_and_candidate_holds_whole_rows() -> None:
     """A persistent tile has no r loop: its R0_BLOCK is the row rounded up to a power of two in
     the default launch, every autotune candidate and a cluster's fallback, whatever

@@ -30,14 +30,6 @@ def test_row_split_needs_2d_tiles() -> None:
     assert row_split.applies(graph, launch, CodegenOptions(tile_2d=False)) is None
 
 
-def test_row_split_cost_falls_with_more_multiprocessors() -> None:
-    graph, launch = launches(["gather_rows", "row_split_broadcast"][0])[0]
-    few, many = CodegenOptions(multiprocessors=66), CodegenOptions(multiprocessors=132)
-    planned = row_split.applies(graph, launch, few)
-    assert planned is not None and isinstance(planned.strategy, RowSplit)
-    assert row_split.cost(planned, few) == 2 * row_split.cost(planned, many) > 0
-
-
 def _scaled_rows(row: int) -> tuple[Graph, ComputeLaunch]:
     """row_split_broadcast with rows of `row` points: x[i] * s[i // row % 5]."""
     text = f"""

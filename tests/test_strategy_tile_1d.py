@@ -35,14 +35,6 @@ def test_tile_1d_applies_to_no_reduction() -> None:
     assert tile_1d.applies(graph, launch, CodegenOptions()) is None
 
 
-def test_tile_1d_cost_falls_with_more_multiprocessors() -> None:
-    graph, launch = launches(["pointwise_1d_fp16", "pointwise_1d_odd", "int64_index_full"][0])[0]
-    few, many = CodegenOptions(multiprocessors=66), CodegenOptions(multiprocessors=132)
-    planned = tile_1d.applies(graph, launch, few)
-    assert planned is not None and isinstance(planned.strategy, Tile1D)
-    assert tile_1d.cost(planned, few) == 2 * tile_1d.cost(planned, many) > 0
-
-
 # -- points a thread: loads in flight, and warps on every multiprocessor (configs_1d) -------------
 
 

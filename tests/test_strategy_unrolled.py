@@ -23,11 +23,3 @@ def test_unrolled_up_to_unroll_rnumel() -> None:
     planned = unrolled.applies(graph, launch, CodegenOptions(unroll_rnumel=rnumel))
     assert planned is not None and planned.strategy == Unrolled(rnumel)
     assert unrolled.applies(graph, launch, CodegenOptions(unroll_rnumel=rnumel - 1)) is None
-
-
-def test_unrolled_cost_falls_with_more_multiprocessors() -> None:
-    graph, launch = launches(["avgpool_cl_small", "avgpool_rows16"][0])[0]
-    few, many = CodegenOptions(multiprocessors=66), CodegenOptions(multiprocessors=132)
-    planned = unrolled.applies(graph, launch, few)
-    assert planned is not None and isinstance(planned.strategy, Unrolled)
-    assert unrolled.cost(planned, few) == 2 * unrolled.cost(planned, many) > 0

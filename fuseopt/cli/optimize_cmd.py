@@ -17,6 +17,7 @@ from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, planning_options
 from fuseopt.cli.output import write_files
+from fuseopt.codegen.options import STRATEGY_NAMES
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import PIPELINE, Stage, optimize
@@ -28,16 +29,22 @@ from fuseopt.targets import DEFAULT, get, names  # no torch, no emitter: --emit 
 
 
 def emit_kernels(
-    graph: Graph, plan: Plan, autotune: bool, multiprocessors: int | None = None, target: str = DEFAULT.name
+    graph: Graph,
+    plan: Plan,
+    autotune: bool,
+    multiprocessors: int | None = None,
+    target: str = DEFAULT.name,
+    strategy: str | None = None,
 ) -> str | None:
     """Triton source for the plan, generated for the target called `target` (its multiprocessors
-    overridden where given), or None when code generation is not available in this build."""
+    overridden where given; `strategy` taken wherever it applies), or None when code generation
+    is not available in this build."""
     try:
         from fuseopt.codegen.tiling import CodegenOptions
         from fuseopt.codegen.triton import emit_module
     except ImportError:
         return None
-    options = CodegenOptions(target=get(target), multiprocessors=multiprocessors)
+    options = CodegenOptions(target=get(target), multiprocessors=multiprocessors, strategy=strategy)
     return emit_module(graph, plan, autotune=autotune, options=options)
 
 
@@ -70,6 +77,13 @@ def emit_kernels(
     type=click.IntRange(1, 1024),
     default=None,
     help="Override the target's multiprocessors (132 on an H200): reductions size their grids by them.",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGY_NAMES),
+    default=None,
+    help="Take this kernel strategy wherever it applies, instead of the one the cost model says is "
+    "fastest (to compare kernel shapes: docs/ARCHITECTURE.md, Kernel shapes).",
 )
 @click.option(
     "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."
@@ -110,6 +124,7 @@ def optimize_cmd(
     autotune: bool,
     target: str,
     multiprocessors: int | None,
+    strategy: str | None,
     check: bool,
     skip: tuple[str, ...],
     html_path: str | None,
@@ -149,7 +164,7 @@ def optimize_cmd(
         outputs = {"plan.json": plan_json}
         if emitting:
             step(f"generating Triton for {len(stage.plan.kernels)} kernels")
-            src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target)
+            src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target, strategy)
             if src is not None:
                 outputs["kernels.py"] = src
         files: dict[str, str] = {}

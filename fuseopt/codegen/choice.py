@@ -1,5 +1,6 @@
 """Which kernel shape a compute launch takes: the first sliding window that carries enough from
-row to row, unless a register window loads fewer values a point; else `tiling.choose_tiling`.
+row to row, unless a register window loads fewer values a point; else `tile_shapes.choose_tiling`
+(the strategy the cost model says is fastest). `candidates`: every shape it could take.
 
 The loads a window shape needs are counted from the IR (`codegen.windows.census`), not from
 emitted code. The wrapper then renders the chosen tiling.
@@ -7,11 +8,13 @@ emitted code. The wrapper then renders the chosen tiling.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
+from fuseopt.codegen.index_width import choose_index_dtype, masked_axes
 from fuseopt.codegen.schedule import ComputeLaunch
-from fuseopt.codegen.strategies import RegisterWindow, register_window, sliding_window
-from fuseopt.codegen.tile_shapes import choose_tiling, window_tilings
+from fuseopt.codegen.strategies import TABLE, RegisterWindow, register_window, sliding_window
+from fuseopt.codegen.tile_shapes import choose_tiling, tiling_of, window_tilings
 from fuseopt.codegen.tiling import CodegenOptions, Tiling
 from fuseopt.codegen.windows.census import cell_loads, row_loads
 from fuseopt.codegen.windows.register import cell_tilings
@@ -48,3 +51,35 @@ def choose(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tupl
     if best is not None:
         return best[1], {}
     return window or (choose_tiling(graph, launch, options), {})
+
+
+def candidates(
+    graph: Graph, launch: ComputeLaunch, options: CodegenOptions
+) -> list[tuple[Tiling, dict[Key, Key]]]:
+    """Every tiling the launch could run with: each strategy of `TABLE` that applies with each
+    of its launch candidates, then each sliding and register window with each of its own, one
+    fixed launch each (no autotuning). What `benchmarks/strategies.py` times."""
+    tuned = replace(options, autotune=True)
+    fixed = replace(options, autotune=False)
+    out: list[tuple[Tiling, dict[Key, Key]]] = []
+    for applies in TABLE:
+        planned = applies(graph, launch, tuned)
+        if planned is None:
+            continue
+        for c in planned.candidates:
+            fallback = planned.fallback if c.num_ctas > 1 else None
+            planned_c = replace(planned, config=c, candidates=(c,), fallback=fallback)
+            out.append((tiling_of(graph, planned_c, fixed), {}))
+    windows = window_tilings(graph, launch, tuned) + cell_tilings(graph, launch, tuned)
+    for w in windows:
+        carry = row_loads(w)[0] if not isinstance(w.strategy, RegisterWindow) else {}
+        for c in w.autotune or (w.config,):
+            one = replace(
+                w,
+                config=c,
+                autotune=(),
+                masked=masked_axes(w.launch, (c,)) if w.masked else (),
+                index_dtype=choose_index_dtype(graph, w.launch, (c,)),
+            )
+            out.append((one, carry))
+    return out

@@ -52,6 +52,34 @@ def contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int
     return along, x_item
 
 
+def rows_aligned(graph: Graph, launch: ComputeLaunch, vector_bytes: int) -> bool:
+    """Whether every global read contiguous along r starts each row of x on a `vector_bytes`
+    boundary (each coefficient of an x digit in its index, in bytes, a multiple of it), so that
+    a row can be read in vectors wherever a chunk of r starts. Non-affine reads are not."""
+    sizes = {a.name: a.numel for a in launch.axes}
+    produced = launch.producer()
+    for p in launch.placements:
+        if p.role not in ("inner", "reduction"):
+            continue
+        digits = digits_of(p, sizes)
+        for ld in p.node.reads():
+            if ld.buffer in produced:
+                continue
+            d, _ = unit_digit(ld.index, digits)
+            if d is None or d.base != "r0_index":
+                if d is None and linear_form(ld.index).coeffs:
+                    return False
+                continue
+            item = graph.buffer(ld.buffer).dtype.itemsize
+            for atom, k in linear_form(ld.index).coeffs:
+                if not isinstance(atom, Var):
+                    return False
+                x = digits.get(atom.name)
+                if x is not None and x.base == "xindex" and k * item % vector_bytes:
+                    return False
+    return True
+
+
 def read_bytes(graph: Graph, launch: ComputeLaunch) -> int:
     """The smallest itemsize among the tile's global reads (0: none): every loop of the kernel
     reads at least that much a point."""

@@ -28,6 +28,10 @@ TUNING_OVERRIDES = (
 )
 
 
+# The strategies `CodegenOptions.strategy` can name: the modules of `strategies.TABLE`, in its order.
+STRATEGY_NAMES = ("tile_2d", "row_split", "tile_1d", "unrolled", "persistent_row", "split", "looped_row")
+
+
 @dataclass(frozen=True)
 class CodegenOptions:
     """What the generator generates for: a target GPU (`fuseopt.targets`: its hardware facts and
@@ -39,6 +43,9 @@ class CodegenOptions:
     tile_2d: bool = True  # allow 2D tiles for transposes
     # Register windows (see codegen.windows.register): (rows, columns) of cells to take alone, where set.
     window_shape: tuple[int, int] | None = None
+    # The strategy to take where it applies (a module of `codegen.strategies`: "split",
+    # "persistent_row", ...), whatever the cost model says; None: the one it says is fastest.
+    strategy: str | None = None
     # Thread-block clusters for the transposed persistent reductions that do more than one
     # reduction or a special function at every point (see clustered_config); None: where the target
     # has them.
@@ -65,6 +72,8 @@ class CodegenOptions:
     gpu: Target = field(init=False, repr=False, compare=False)  # the target, overrides applied
 
     def __post_init__(self) -> None:
+        if self.strategy is not None and self.strategy not in STRATEGY_NAMES:
+            raise ValueError(f"unknown strategy {self.strategy!r}: one of {', '.join(STRATEGY_NAMES)}")
         gpu = self.target
         given = {name: getattr(self, name) for name in TUNING_OVERRIDES if getattr(self, name) is not None}
         if self.max_r0_block is not None:  # no R0_BLOCK above it, a widened looped one included

@@ -9,11 +9,10 @@ import functools
 from collections.abc import Callable
 from dataclasses import replace
 
-from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError
 from fuseopt.codegen.emitter import literal_text
 from fuseopt.codegen.expressions import ExpressionEmitter
-from fuseopt.codegen.online_softmax import online_operand
+from fuseopt.codegen.loop_phases import online_sums, phases
 from fuseopt.codegen.rules import reduction_rule
 from fuseopt.codegen.schedule import Placement
 from fuseopt.codegen.strategies import LoopedRow, SplitFinish, SplitPartial
@@ -140,10 +139,7 @@ class ReductionEmitter(ExpressionEmitter):
     def online(self) -> dict[str, tuple[Expr, str]]:
         """Looped sums of `exp(F - max(F))` computed online, in the max's loop (`online_softmax`):
         each sum's F and its max's node."""
-        if not isinstance(self.strategy, LoopedRow):
-            return {}
-        found = ((p.node.name, online_operand(p, self.produced)) for p in self.launch.placements)
-        return {name: op for name, op in found if op is not None}
+        return online_sums(self.launch) if isinstance(self.strategy, LoopedRow) else {}
 
     @functools.cached_property
     def online_max(self) -> dict[str, Callable[[Val], None] | None]:
@@ -283,36 +279,8 @@ class ReductionEmitter(ExpressionEmitter):
         return True
 
     def phases(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Which r loop each inner/reduction node runs in and after which loop each epilogue runs:
-        a value that needs a finished reduction opens the next loop."""
-        phase: dict[str, int] = {}
-        post: dict[str, int] = {}
-        for p in self.launch.placements:
-            deps = [self.produced[b] for b in p.node.read_buffers() if b in self.produced]
-            if p.role == "epilogue":
-                k = 0
-                for d in deps:
-                    if d.role == "inner":  # `match_read` refuses this: a planner bug
-                        raise FusedReadMismatch(
-                            f"plan kernel {self.launch.plan_kernel!r}: epilogue {p.node.name!r} reads "
-                            f"{d.node.output!r}, a value of the reduction loop"
-                        )
-                    k = max(k, phase[d.node.name] if d.role == "reduction" else post[d.node.name])
-                post[p.node.name] = k
-            else:
-                k = 0
-                online = self.online.get(p.node.name)
-                for d in deps:
-                    if online is not None and d.node.name == online[1]:
-                        continue  # an online sum keeps its own maximum: the max's loop
-                    if d.role == "reduction":
-                        k = max(k, phase[d.node.name] + 1)
-                    elif d.role == "epilogue":
-                        k = max(k, post[d.node.name] + 1)
-                    else:
-                        k = max(k, phase[d.node.name])
-                phase[p.node.name] = k
-        return phase, post
+        """Which r loop each inner/reduction node runs in, after which each epilogue runs."""
+        return phases(self.launch, self.online)
 
     # -- stores -------------------------------------------------------------------------------------
     def store(self, p: Placement, v: Val) -> None:

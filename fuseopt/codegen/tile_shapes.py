@@ -1,5 +1,5 @@
-"""Which tile a compute launch takes (`choose_tiling`: the first strategy of
-`strategies.TABLE` that applies), the finishing kernel of a split reduction (`finish_tiling`), and
+"""Which tile a compute launch takes (`choose_tiling`: of the strategies of `strategies.TABLE`
+that apply, the one the cost model says is fastest), the finishing kernel of a split reduction (`finish_tiling`), and
 the sliding-window row splits (`window_tilings`) that `codegen.choice` weighs against it.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from fuseopt.codegen.common import next_power_of_2
+from fuseopt.codegen.cost import estimate
 from fuseopt.codegen.index_width import choose_index_dtype, masked_axes
 from fuseopt.codegen.launch_configs import finish_config, unique_configs
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
@@ -20,11 +21,23 @@ from fuseopt.ir.graph import Graph
 
 
 def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Tiling:
+    """The strategy of `TABLE` that applies with the least estimated time (`codegen.cost`), the
+    first in the table's order of those within `cost_tie_pct` percent of the least (the
+    estimate's resolution: the table's order breaks a tie); `options.strategy` where it applies."""
+    applicable: list[Tiling] = []
     for applies in TABLE:
         planned = applies(graph, launch, options)
-        if planned is not None:
+        if planned is None:
+            continue
+        if options.strategy is not None and applies.__module__.rsplit(".", 1)[-1] == options.strategy:
             return tiling_of(graph, planned, options)
-    raise AssertionError(f"no strategy for a {launch.kind} launch")  # looped_row takes every reduction
+        applicable.append(tiling_of(graph, planned, options))
+    assert applicable, f"no strategy for a {launch.kind} launch"  # looped_row takes every reduction
+    if len(applicable) == 1:
+        return applicable[0]
+    times = [estimate(graph, t, options).us for t in applicable]
+    bound = min(times) * (1 + options.tuning.cost_tie_pct / 100)
+    return next(t for t, us in zip(applicable, times, strict=True) if us <= bound)
 
 
 def tiling_of(graph: Graph, planned: Planned[Strategy], options: CodegenOptions) -> Tiling:

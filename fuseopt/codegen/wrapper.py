@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+from collections.abc import Mapping
 
 from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
 from fuseopt.codegen.choice import choose
@@ -24,7 +25,8 @@ from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedul
 from fuseopt.codegen.source_text import check_module, comment_text, graph_name, ident, literal, python_name
 from fuseopt.codegen.strategies import SplitFinish, SplitPartial
 from fuseopt.codegen.tile_shapes import finish_tiling
-from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig
+from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig, Tiling
+from fuseopt.codegen.windows.sliding import Key
 from fuseopt.ir.graph import BufferInfo, Graph, LibraryNode
 from fuseopt.plan import Plan
 
@@ -123,13 +125,20 @@ _FIXED_NAMES = frozenset(
 )
 
 
-def build_module(graph: Graph, plan: Plan, options: CodegenOptions) -> str:
+def build_module(
+    graph: Graph, plan: Plan, options: CodegenOptions, forced: Mapping[int, tuple[Tiling, dict[Key, Key]]] | None = None
+) -> str:
+    """The module's source; `forced` gives the tiling of some launches (by their index in the
+    schedule), each with what a sliding window carries, instead of `choice.choose`'s."""
     schedule = build_schedule(graph, plan)
     kernels: list[EmittedKernel] = []
     emitted_for: list[list[EmittedKernel]] = []
-    for launch in schedule.launches:
+    for index, launch in enumerate(schedule.launches):
         if isinstance(launch, ComputeLaunch) and launch.stores:
-            first, carry = choose(graph, launch, options)
+            if forced and index in forced:
+                first, carry = forced[index]
+            else:
+                first, carry = choose(graph, launch, options)
             tilings = [first]
             if isinstance(first.strategy, SplitPartial):
                 tilings.append(finish_tiling(first, options))

@@ -124,6 +124,21 @@ class Tuning:
     )
     finish_elements: int = _doc("most points (XBLOCK x chunks) of a finishing kernel's tile")
     finish_max_warps: int = _doc("most warps of a finishing kernel's program")
+    # -- the cost model (codegen/cost.py)
+    cost_base_registers: int = _doc(
+        "registers of a thread besides its points' values (indices, masks, pointers, loop state)"
+    )
+    cost_tie_pct: int = _doc(
+        "estimates within this many percent of the least are a tie, broken by the strategies' table order"
+    )
+    cost_latency_ns: int = _doc(
+        "a loaded memory round trip, ns: a program's steps take at least this each (Little's law)"
+    )
+    cost_run_overhead_bytes: int = _doc(
+        "what each contiguous run of an access costs DRAM beyond its bytes (rows and lines opened anew)"
+    )
+    cost_l2_ratio: int = _doc("how many times DRAM's bandwidth the L2 serves sectors fetched again")
+    cost_launch_us: int = _doc("what a kernel's launch costs beside its work (a split's second kernel too), microseconds")
 
 
 @dataclass(frozen=True)
@@ -153,12 +168,18 @@ class Target:
     multiprocessors: int = _doc("streaming multiprocessors (SMs): grids of reductions are sized by them")
     warp_size: int = _doc("threads of a warp")
     registers_per_multiprocessor: int = _doc("32-bit registers of a multiprocessor's register file")
+    max_warps_per_multiprocessor: int = _doc("most warps resident on a multiprocessor at once")
+    max_programs_per_multiprocessor: int = _doc("most programs (thread blocks) resident on a multiprocessor")
     max_registers_per_thread: int = _doc("most 32-bit registers one thread can hold")
     max_threads_per_block: int = _doc("most threads of a program (thread block)")
     shared_memory_per_block: int = _doc("most shared memory one program can take (opt-in), bytes")
     shared_memory_per_multiprocessor: int = _doc("shared memory of a multiprocessor, bytes")
     l2_bytes: int = _doc("L2 cache, bytes")
     cache_line_bytes: int = _doc("a global-memory cache line (one transaction of a coalesced access), bytes")
+    multiprocessor_bytes_per_cycle: int = _doc("bytes a multiprocessor's loads take from the L2 a cycle")
+    clock_mhz: int = _doc("the multiprocessors' clock (boost), MHz")
+    sector_bytes: int = _doc("the unit a global access fetches from the L2 or DRAM, bytes")
+    memory_bandwidth_gbps: int = _doc("DRAM bandwidth, GB/s (the published figure)")
     max_vector_bytes: int = _doc("widest load or store of one thread, bytes")
     max_cluster_size: int = _doc("most programs of a thread-block cluster (1: no clusters)")
     programmatic_dependent_launch: bool = _doc(

@@ -18,6 +18,7 @@ LOOPED = "benchmarks/results/rules-2026-12-02-looped-h200.json"  # looped reduct
 POINTWISE = "benchmarks/results/rules-2026-12-02-pointwise-h200.json"  # 1D pointwise tiles, GPU time
 ROWS = "benchmarks/results/rules-2026-12-02-rows-h200.json"  # 2D row tiles of pooling windows, GPU time
 HISTORY = "benchmarks/results/README.md (history)"
+COST = "benchmarks/results/cost-2026-12-04.json"  # the cost model against measured H200 pairs
 
 TUNING, PROVENANCE = tuned(
     "h200",
@@ -336,6 +337,36 @@ TUNING, PROVENANCE = tuned(
         "at most 4 warps a finishing program (the 16-program launch of explore round 8 used 4); not swept",
         HISTORY,
     ),
+    cost_base_registers=(
+        24,
+        "with one register a point held (and a looped tile's accumulators): ptxas's counts of 412 kernels, mean error 21",
+        COST,
+    ),
+    cost_tie_pct=(
+        3,
+        "persistent rows beat looped ones 2-12% where the estimates are level (sum_f32 39.1 / 41.1 us)",
+        RULES,
+    ),
+    cost_latency_ns=(
+        800,
+        "looped programs saturate DRAM at 16-32 KB a multiprocessor in flight: 4.2 TB/s x 0.5-1.0 us / 132",
+        LOOPED,
+    ),
+    cost_run_overhead_bytes=(
+        32,
+        "runs along x of 32 / 64 / 128 bytes: colsum_bf16_odd 39.0 us looped, 30.4 split; three_layouts_mean 156 / 134",
+        COST,
+    ),
+    cost_l2_ratio=(
+        3,
+        "sectors fetched twice (a transposed read of a 1D tile) cost a third of DRAM's; the model's pairs",
+        COST,
+    ),
+    cost_launch_us=(
+        2,
+        "a launch: 64 x 5000 row sums 6.4 us looped, 9.9 split (two kernels); the suite's smallest kernels 5-7 us",
+        COST,
+    ),
 )
 
 H200 = Target(
@@ -346,12 +377,18 @@ H200 = Target(
     multiprocessors=132,
     warp_size=32,
     registers_per_multiprocessor=65536,
+    max_warps_per_multiprocessor=64,
+    max_programs_per_multiprocessor=32,
     max_registers_per_thread=255,
     max_threads_per_block=1024,
     shared_memory_per_block=232448,  # 227 KiB opted in
     shared_memory_per_multiprocessor=233472,  # 228 KiB
     l2_bytes=62914560,  # 60 MiB (torch on the device: L2_cache_size 62914560)
     cache_line_bytes=128,
+    multiprocessor_bytes_per_cycle=64,
+    clock_mhz=1980,
+    sector_bytes=32,
+    memory_bandwidth_gbps=4800,
     max_vector_bytes=16,
     max_cluster_size=8,  # portable; 16 with a non-portable opt-in
     programmatic_dependent_launch=True,

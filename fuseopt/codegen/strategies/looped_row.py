@@ -6,14 +6,13 @@ until their programs keep `looped_bytes_in_flight` bytes a multiprocessor in fli
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
+from fuseopt.codegen.common import cdiv
 from fuseopt.codegen.launch_configs import configs_reduction
 from fuseopt.codegen.launch_counts import contiguous_bytes, read_bytes, x_contiguous
-from fuseopt.codegen.options import CodegenOptions
+from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch
-from fuseopt.codegen.strategies.base import Planned
-from fuseopt.codegen.strategies.waves import waves
+from fuseopt.codegen.strategies.base import Planned, Work
 from fuseopt.ir.graph import Graph
 
 
@@ -34,6 +33,7 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
     return Planned(launch, LoopedRow(), *configs)
 
 
-def cost(planned: Planned[LoopedRow], options: CodegenOptions) -> Fraction:
-    """Waves of programs over the multiprocessors."""
-    return waves(planned.launch, planned.config, options)
+def work(s: LoopedRow, launch: ComputeLaunch, config: LaunchConfig, loops: int) -> Work:
+    """Every r loop (`loops`, from `loop_phases`) walks the row R0_BLOCK points a step."""
+    r = launch.axes[-1]
+    return Work(steps=loops * cdiv(r.numel, config.block(r.block)), accumulates=True)

@@ -6,14 +6,12 @@ transposed one may run as a cluster of programs (`clustered_config`, `cluster_pa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from fuseopt.codegen.launch_configs import cluster_pays, clustered_config, configs_reduction, unique_configs
 from fuseopt.codegen.launch_counts import contiguous_bytes, sfu_per_point, x_contiguous
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned
-from fuseopt.codegen.strategies.waves import waves
 from fuseopt.ir.graph import Graph
 
 
@@ -46,8 +44,3 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
     if cluster is not None and cluster_pays(launch, default, sfu, x_item, options):
         return Planned(launch, PersistentRow(), cluster, unique_configs(cluster, list(cands)), default)
     return Planned(launch, PersistentRow(), default, cands)
-
-
-def cost(planned: Planned[PersistentRow], options: CodegenOptions) -> Fraction:
-    """Waves of programs over the multiprocessors."""
-    return waves(planned.launch, planned.config, options)

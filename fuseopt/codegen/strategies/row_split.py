@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from fuseopt.codegen.launch_configs import configs_unrolled
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned
 from fuseopt.codegen.strategies.rows import digit_split, rows
-from fuseopt.codegen.strategies.waves import waves
 from fuseopt.ir.graph import Graph
 
 
@@ -28,8 +26,3 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
         return None
     launch = rows(launch, s)
     return Planned(launch, RowSplit(), *configs_unrolled(launch, options))
-
-
-def cost(planned: Planned[RowSplit], options: CodegenOptions) -> Fraction:
-    """Waves of programs over the multiprocessors."""
-    return waves(planned.launch, planned.config, options)

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fuseopt.codegen.options import LaunchConfig
+from fuseopt.codegen.schedule import ComputeLaunch
+from fuseopt.codegen.strategies.base import Work
+
 
 @dataclass(frozen=True)
 class SlidingWindow:
@@ -23,3 +27,8 @@ def applies(loads: int, carried: int, carry_ratio: int) -> bool:
 def cost(loads: int, carried: int) -> int:
     """Values a row loads from memory (the others come from the row before)."""
     return loads - carried
+
+
+def work(s: SlidingWindow, launch: ComputeLaunch, config: LaunchConfig, loops: int) -> Work:
+    """A row of the walk a step, one after another."""
+    return Work(steps=s.rows)

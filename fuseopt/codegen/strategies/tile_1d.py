@@ -4,13 +4,11 @@ every pointwise launch)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from fuseopt.codegen.launch_configs import configs_1d
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned
-from fuseopt.codegen.strategies.waves import waves
 from fuseopt.ir.graph import Graph
 
 
@@ -23,8 +21,3 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
     if launch.kind != "pointwise":
         return None
     return Planned(launch, Tile1D(), *configs_1d(launch, options))
-
-
-def cost(planned: Planned[Tile1D], options: CodegenOptions) -> Fraction:
-    """Waves of programs over the multiprocessors."""
-    return waves(planned.launch, planned.config, options)

@@ -5,7 +5,6 @@ layout from its contiguity)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from fuseopt.codegen.launch_configs import configs_2d
 from fuseopt.codegen.launch_counts import launch_accesses, unit_digit
@@ -13,7 +12,6 @@ from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, digits_of
 from fuseopt.codegen.strategies.base import Planned
 from fuseopt.codegen.strategies.rows import rows
-from fuseopt.codegen.strategies.waves import waves
 from fuseopt.ir.graph import Graph
 
 
@@ -52,8 +50,3 @@ def transposed(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> 
     if not coalesced or not weights:
         return launch
     return rows(launch, max(sorted(weights), key=lambda s: weights[s]))
-
-
-def cost(planned: Planned[Tile2D], options: CodegenOptions) -> Fraction:
-    """Waves of programs over the multiprocessors."""
-    return waves(planned.launch, planned.config, options)

@@ -5,14 +5,12 @@ own load, every load coalesced along the output's contiguous dimension, instead 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from fuseopt.codegen.launch_configs import configs_unrolled
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import Axis, ComputeLaunch
 from fuseopt.codegen.strategies.base import Planned
 from fuseopt.codegen.strategies.rows import digit_split, placed, rows
-from fuseopt.codegen.strategies.waves import waves
 from fuseopt.ir.expr import Reduce
 from fuseopt.ir.graph import Graph
 
@@ -56,8 +54,3 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
         x = Axis("x", numel)
         launch = launch.with_axes((x,), tuple(placed(p, x, None) for p in launch.placements))
     return Planned(launch, Unrolled(rnumel), *configs_unrolled(launch, options))
-
-
-def cost(planned: Planned[Unrolled], options: CodegenOptions) -> Fraction:
-    """Waves of programs over the multiprocessors."""
-    return waves(planned.launch, planned.config, options)

@@ -1,0 +1,54 @@
+"""The r loops of a looped reduction, from the kernel IR: which loop each node runs in, and after
+which loop each epilogue runs. A value that needs a finished reduction opens the next loop; a
+sum computed online (`online_softmax`) runs in its max's loop. The emitter prints these loops;
+the cost model (`codegen.cost`) counts what each reads."""
+
+from __future__ import annotations
+
+from fuseopt.analysis.access_match import FusedReadMismatch
+from fuseopt.codegen.online_softmax import online_operand
+from fuseopt.codegen.schedule import ComputeLaunch
+from fuseopt.ir.expr import Expr
+
+Online = dict[str, tuple[Expr, str]]
+
+
+def online_sums(launch: ComputeLaunch) -> Online:
+    """Sums of `exp(F - max(F))` that run online in the max's loop: each sum's F and its max's
+    node (for a looped reduction; a persistent one has no loops to save)."""
+    produced = launch.producer()
+    found = ((p.node.name, online_operand(p, produced)) for p in launch.placements)
+    return {name: op for name, op in found if op is not None}
+
+
+def phases(launch: ComputeLaunch, online: Online) -> tuple[dict[str, int], dict[str, int]]:
+    """Which r loop each inner/reduction node runs in and after which loop each epilogue runs."""
+    produced = launch.producer()
+    phase: dict[str, int] = {}
+    post: dict[str, int] = {}
+    for p in launch.placements:
+        deps = [produced[b] for b in p.node.read_buffers() if b in produced]
+        if p.role == "epilogue":
+            k = 0
+            for d in deps:
+                if d.role == "inner":  # `match_read` refuses this: a planner bug
+                    raise FusedReadMismatch(
+                        f"plan kernel {launch.plan_kernel!r}: epilogue {p.node.name!r} reads "
+                        f"{d.node.output!r}, a value of the reduction loop"
+                    )
+                k = max(k, phase[d.node.name] if d.role == "reduction" else post[d.node.name])
+            post[p.node.name] = k
+        else:
+            k = 0
+            sum_of = online.get(p.node.name)
+            for d in deps:
+                if sum_of is not None and d.node.name == sum_of[1]:
+                    continue  # an online sum keeps its own maximum: the max's loop
+                if d.role == "reduction":
+                    k = max(k, phase[d.node.name] + 1)
+                elif d.role == "epilogue":
+                    k = max(k, post[d.node.name] + 1)
+                else:
+                    k = max(k, phase[d.node.name])
+            phase[p.node.name] = k
+    return phase, post
