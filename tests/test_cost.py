@@ -216,3 +216,19 @@ def test_the_strategy_names_are_the_table_modules() -> None:
     from fuseopt.codegen.options import STRATEGY_NAMES
 
     assert tuple(a.__module__.rsplit(".", 1)[-1] for a in TABLE) == STRATEGY_NAMES
+
+
+def test_the_kernel_header_gives_the_estimates_behind_its_strategy() -> None:
+    """Where more than one strategy applied, the kernel's comment lists each with its estimate
+    and marks the one taken; a forced strategy was not weighed."""
+    from fuseopt.codegen import emit_module
+    from tests.update_golden import KERNELS, planned
+
+    stage = planned(f"{KERNELS}/apbt_full.json")
+    src = emit_module(stage.graph, stage.plan)
+    (line,) = [ln for ln in src.splitlines() if ln.startswith("#   cost model, estimated us: ")]
+    names = [part.split()[0] for part in line.split(": ", 1)[1].split(", ")]
+    assert names == ["tile_2d", "row_split", "tile_1d"] and line.count("(taken)") == 1
+    assert "tile_2d" in line.split("(taken)")[0].rsplit(",", 1)[-1]
+    forced = emit_module(stage.graph, stage.plan, options=CodegenOptions(strategy="tile_1d"))
+    assert "cost model" not in forced

@@ -284,6 +284,11 @@ class KernelEmitter(RegisterWindowEmitter):
         if launch.epilogue_of:
             src += f" (epilogue of template {ident(launch.epilogue_of)})"
         out = [truncate_comment(f"# {src}: {style}, {shape}{cluster}")]
+        if t.weighed:  # why this strategy: the cost model's estimates (codegen/cost.py)
+            ranked = ", ".join(
+                f"{name} {us:.1f}" + (" (taken)" if taken else "") for name, us, taken in t.weighed
+            )
+            out.append(f"#   cost model, estimated us: {ranked}")
         finish = isinstance(t.strategy, SplitFinish)
         elsewhere = ("epilogue",) if isinstance(t.strategy, SplitPartial) else ("inner",) if finish else ()
         for p in launch.placements:

@@ -5,6 +5,7 @@ the sliding-window row splits (`window_tilings`) that `codegen.choice` weighs ag
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from fuseopt.codegen.common import next_power_of_2
@@ -24,20 +25,25 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
     """The strategy of `TABLE` that applies with the least estimated time (`codegen.cost`), the
     first in the table's order of those within `cost_tie_pct` percent of the least (the
     estimate's resolution: the table's order breaks a tie); `options.strategy` where it applies."""
-    applicable: list[Tiling] = []
+    applicable: list[tuple[str, Tiling]] = []
     for applies in TABLE:
         planned = applies(graph, launch, options)
         if planned is None:
             continue
-        if options.strategy is not None and applies.__module__.rsplit(".", 1)[-1] == options.strategy:
+        name = applies.__module__.rsplit(".", 1)[-1]
+        if name == options.strategy:
             return tiling_of(graph, planned, options)
-        applicable.append(tiling_of(graph, planned, options))
+        applicable.append((name, tiling_of(graph, planned, options)))
     assert applicable, f"no strategy for a {launch.kind} launch"  # looped_row takes every reduction
     if len(applicable) == 1:
-        return applicable[0]
-    times = [estimate(graph, t, options).us for t in applicable]
+        return applicable[0][1]
+    times = [estimate(graph, t, options).us for _, t in applicable]
     bound = min(times) * (1 + options.tuning.cost_tie_pct / 100)
-    return next(t for t, us in zip(applicable, times, strict=True) if us <= bound)
+    pick = next(i for i, us in enumerate(times) if us <= bound)
+    weighed = tuple(
+        (name, us, i == pick) for i, ((name, _), us) in enumerate(zip(applicable, times, strict=True))
+    )
+    return dataclasses.replace(applicable[pick][1], weighed=weighed)
 
 
 def tiling_of(graph: Graph, planned: Planned[Strategy], options: CodegenOptions) -> Tiling:

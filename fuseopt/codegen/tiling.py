@@ -36,6 +36,9 @@ class Tiling:
     # The launch where thread-block clusters are not available, when `config` uses them
     # (the wrapper picks one at run time); None when `config` runs everywhere.
     fallback: LaunchConfig | None = None
+    # The strategies the cost model weighed for this launch: (name, estimated us, taken), in the
+    # table's order; empty where one applied or one was forced (the kernel's header prints them).
+    weighed: tuple[tuple[str, float, bool], ...] = ()
 
     @property
     def configs(self) -> tuple[LaunchConfig, ...]:
