@@ -9,6 +9,9 @@ generated both ways under the H200 target; the model estimates both. A pair coun
 measured times differ by more than `TIE` (5%): the model agrees when it orders them the same
 way. `tuned_on` marks the pairs a cost constant was set from; the others check it.
 
+It then estimates every launch the pointwise results file swept within one 1D tile (`sweeps`):
+how well the model ranks launch parameters, which it does not choose.
+
 --registers also compiles each launch candidate of the suite and the six (`codegen.choice.
 candidates`) for sm_90 with Triton's ptxas, on the CPU (no GPU), and compares the registers a
 thread it allocates with the model's estimate (`cost.registers_of`).
@@ -197,6 +200,84 @@ def _estimated(stage: Any, launches: list[Any], opts: Any) -> dict[str, Any]:
     return {"estimated_us": round(us, 2), "kernels": kernels}
 
 
+def sweeps() -> list[dict[str, Any]]:
+    """Launch parameters within one strategy: the 1D pointwise tiles the pointwise results file
+    swept (XBLOCK / num_warps on four suite kernels), each estimated. The model does not choose
+    these (the rules of `launch_configs.py` do); this says how far it could: the rank correlation
+    of its estimates with the times, and the measured time of the launch it would pick."""
+    from fuseopt.codegen.cost import estimate
+    from fuseopt.codegen.options import CodegenOptions, LaunchConfig
+    from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
+    from fuseopt.codegen.strategies import tile_1d
+    from fuseopt.codegen.tile_shapes import tiling_of
+    from fuseopt.passes.pipeline import optimize
+    from tests.fixtures.suite import captured
+
+    with open(os.path.join(RESULTS, "rules-2026-12-02-pointwise-h200.json"), encoding="utf-8") as f:
+        sweep = json.load(f)["sweep"]
+    options = CodegenOptions()
+    out = []
+    for name, times in sweep.items():
+        stage = optimize(captured(name)[0])
+        (launch,) = [
+            la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)
+        ]
+        planned = tile_1d.applies(stage.graph, launch, options)
+        assert planned is not None
+        rows = []
+        for key, us in times.items():
+            if "/" not in key:
+                continue  # torch.compile's
+            xb, warps = map(int, key.split("/"))
+            config = LaunchConfig((("XBLOCK", xb),), warps)
+            tiling = tiling_of(
+                stage.graph, dataclasses.replace(planned, config=config, candidates=(config,)), options
+            )
+            rows.append(
+                {
+                    "launch": key,
+                    "measured_us": us,
+                    "estimated_us": round(estimate(stage.graph, tiling, options).us, 2),
+                }
+            )
+        picked = min(rows, key=lambda r: r["estimated_us"])
+        best = min(r["measured_us"] for r in rows)
+        out.append(
+            {
+                "workload": name,
+                "rank_correlation": round(
+                    _spearman([r["estimated_us"] for r in rows], [r["measured_us"] for r in rows]), 2
+                ),
+                "model_pick": picked["launch"],
+                "model_pick_measured_us": picked["measured_us"],
+                "measured_best_us": best,
+                "launches": rows,
+            }
+        )
+    return out
+
+
+def _spearman(a: list[float], b: list[float]) -> float:
+    def ranks(v: list[float]) -> list[float]:
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):  # ties share their mean rank
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2
+            i = j + 1
+        return r
+
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb, strict=True))
+    var = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+    return cov / var if var else 0.0
+
+
 def registers() -> dict[str, Any]:
     """ptxas's registers a thread (sm_90, Triton's compiler on the CPU) of every launch candidate
     of the suite and the six, beside `cost.registers_of`."""
@@ -333,6 +414,7 @@ def main() -> None:
         "summary": summary,
         "pairs": rows,
     }
+    doc["sweeps"] = sweeps()
     if args.registers:
         doc["registers"] = registers()
     with open(args.out, "w", encoding="utf-8") as f:
@@ -346,6 +428,11 @@ def main() -> None:
             f"{'' if r['tuned_on'] else ' [not tuned on]'}"
         )
     print(json.dumps(summary))
+    for sw in doc["sweeps"]:
+        print(
+            f"{sw['workload']}: rank correlation {sw['rank_correlation']}, the model's pick "
+            f"{sw['model_pick']} {sw['model_pick_measured_us']} us, the best {sw['measured_best_us']}"
+        )
 
 
 if __name__ == "__main__":
