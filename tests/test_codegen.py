@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen import CodegenError, CodegenOptions, emit_module, split_loops, write_module
-from fuseopt.codegen.indexing import Digit, canonical_index, decompose
+from fuseopt.codegen.indexing import Digit, canonical_terms, decompose
 from fuseopt.codegen.rules import divisor_reciprocal
 from fuseopt.codegen.strategies import SplitPartial
 from fuseopt.errors import CheckFailed
@@ -74,18 +74,19 @@ def test_split_loops() -> None:
     assert split_loops([4, 6], 8) is None
 
 
-def test_decompose_and_canonical_index() -> None:
+def test_decompose_and_canonical_terms() -> None:
     assert decompose([4, 1, 8], "xindex", 32) == [Digit("xindex", 8, None), None, Digit("xindex", 1, 8)]
     # (i0, i1) over 4x8 and one merged loop over 32 address the same element: 8*i0 + i1 == j.
     split = {"i0": Digit("xindex", 8, None), "i1": Digit("xindex", 1, 8)}
     merged = {"j": Digit("xindex", 1, None)}
     ext = {"xindex": 32}
-    assert canonical_index(parse_expr_text("8*i0 + i1"), split, ext) == canonical_index(
-        parse_expr_text("j"), merged, ext
-    )
-    assert canonical_index(parse_expr_text("i0 + 4*i1"), split, ext) != canonical_index(
-        parse_expr_text("j"), merged, ext
-    )
+
+    def form(text: str, digits: dict[str, Digit]) -> tuple[object, ...]:
+        d, other, const = canonical_terms(parse_expr_text(text), digits, ext)
+        return ({k: v for k, v in d.items() if v}, {k: v for k, v in other.items() if v}, const)
+
+    assert form("8*i0 + i1", split) == form("j", merged)
+    assert form("i0 + 4*i1", split) != form("j", merged)
 
 
 # -- pointwise -------------------------------------------------------------------------------------------

@@ -84,32 +84,17 @@ class Flat:
     inner_extent: int
 
 
-def canonical_index(
-    index: Expr,
-    digits: Mapping[str, Digit | None],
-    extents: Mapping[str, int],
-    flats: Mapping[str, Flat] | None = None,
-) -> tuple[tuple[tuple[str, int], ...], int]:
-    """A normal form of `index` with each loop variable replaced by its digit.
-
-    Equal normal forms mean the same element at every point of the kernel. `//` and `%` of a digit
-    by a constant are digits too; digits of a flattened base are rewritten onto its two axes where
-    they fall on one side of the split (or are the whole flat index). Non-affine parts are kept as
-    opaque atoms (compared structurally).
-    """
-    merged, other, const = canonical_terms(index, digits, extents, flats)
-    items = [(_digit_name(d), k) for d, k in merged.items() if k != 0]
-    items += [(a, k) for a, k in other.items() if k != 0]
-    return tuple(sorted(items)), const
-
-
 def canonical_terms(
     index: Expr,
     digits: Mapping[str, Digit | None],
     extents: Mapping[str, int],
     flats: Mapping[str, Flat] | None = None,
 ) -> tuple[dict[Digit, int], dict[str, int], int]:
-    """`index` as (coefficient per merged digit, coefficient per opaque atom, constant)."""
+    """`index` as (coefficient per merged digit, coefficient per opaque atom, constant): a normal
+    form with each loop variable replaced by its digit, equal for two indices that mean the same
+    element at every point of the kernel. `//` and `%` of a digit by a constant are digits too;
+    digits of a flattened base are rewritten onto its two axes where they fall on one side of the
+    split (or are the whole flat index). Non-affine parts are kept as opaque atoms."""
     names: dict[str, Digit] = {}
     mapping: dict[str, Expr] = {}
     for v, d in digits.items():
