@@ -35,7 +35,11 @@ def _chain(tmp: Path, n: int, meta: str) -> Path:
     p.write_text(
         "format: fuseopt-graph/1\nname: chain\n"
         + (f"meta: {meta}\n" if meta else "")
-        + "buffers:\n" + "\n".join(bufs) + "\nnodes:\n" + "\n".join(nodes) + "\n"
+        + "buffers:\n"
+        + "\n".join(bufs)
+        + "\nnodes:\n"
+        + "\n".join(nodes)
+        + "\n"
     )
     return p
 
@@ -49,7 +53,9 @@ def _planned_options(path: Path, *flags: str) -> dict[str, dict[str, object]]:
     out["explain"] = ex["options"]
     diff = _cli("diff-jit-aot", str(path), "--format", "json", *flags)
     out["diff-jit-aot"] = json.loads(diff.output)["options"]
-    det = _cli("check-determinism", str(path), "--permutations", "2", "--processes", "0", "--format", "json", *flags)
+    det = _cli(
+        "check-determinism", str(path), "--permutations", "2", "--processes", "0", "--format", "json", *flags
+    )
     out["check-determinism"] = json.loads(det.output)["options"]
     run = _cli("run", str(path), "--backend", "triton", "--format", "json", *flags)
     out["run"] = json.loads(run.output)["options"]
@@ -97,7 +103,9 @@ def test_the_seed_sample_diverges_as_the_readme_says() -> None:
     assert res.exit_code == 1 and "divergent" in res.output, res.output
     assert "max fusion size 2 (from the graph's meta)" in res.output
     assert _cli("diff-jit-aot", str(SAMPLE)).exit_code == 0
-    assert _cli("diff-jit-aot", str(SAMPLE), "--scoring", "inductor", "--max-fusion-size", "64").exit_code == 0
+    assert (
+        _cli("diff-jit-aot", str(SAMPLE), "--scoring", "inductor", "--max-fusion-size", "64").exit_code == 0
+    )
     ci = _cli("ci", str(SAMPLE), "--jobs", "1", "--scoring", "inductor", "--checks", "validate,optimize,diff")
     assert ci.exit_code == 1 and "jit-aot-divergence" in ci.output
 

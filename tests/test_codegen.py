@@ -592,7 +592,9 @@ def test_split_grids_follow_the_target_multiprocessors() -> None:
     # 8 MiB in flight where 1024 multiprocessors want 32 MiB (`looped_bytes_in_flight`), so each
     # program's loop widens to 8 x 2048.
     assert launches(split_programs=0) == [("(512,)", "XBLOCK=8, R0_BLOCK=512, num_warps=8")]
-    assert launches(split_programs=0, multiprocessors=1024) == [("(512,)", "XBLOCK=8, R0_BLOCK=2048, num_warps=8")]
+    assert launches(split_programs=0, multiprocessors=1024) == [
+        ("(512,)", "XBLOCK=8, R0_BLOCK=2048, num_warps=8")
+    ]
     assert launches(split_programs=0, multiprocessors=8) == [("(64,)", "XBLOCK=64, R0_BLOCK=64, num_warps=8")]
 
 

@@ -160,7 +160,9 @@ def _masked_index_graphs(draw: st.DrawFn) -> tuple[Graph, list[list[int]], str, 
 
 @settings(max_examples=60, deadline=None)
 @given(_masked_index_graphs())
-def test_masked_loads_with_divided_indices_match_brute_force(case: tuple[Graph, list[list[int]], str, str]) -> None:
+def test_masked_loads_with_divided_indices_match_brute_force(
+    case: tuple[Graph, list[list[int]], str, str],
+) -> None:
     g, box, cond, _ = case
     st_ = run_graph(g)
     x, out = st_["x"], st_["out"].reshape(len(box), len(box[0]))

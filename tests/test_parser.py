@@ -530,7 +530,9 @@ def deep_graph(
     whose store index is as deep as an index gets."""
 
     def value(col: str, buf: str, depth: int, max_nodes: int = MAX_NODES) -> str:
-        return to_text(deep_value(col, buf, depth, index, wraps, wide, transposed and buf == "buf0", max_nodes))
+        return to_text(
+            deep_value(col, buf, depth, index, wraps, wide, transposed and buf == "buf0", max_nodes)
+        )
 
     out2 = to_text(_at("out2", _index("i1", store, MAX_DEPTH - 3)))
     buf0 = to_text(_at("buf0", Var("i1"), transposed=transposed))

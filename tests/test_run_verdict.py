@@ -90,7 +90,13 @@ def test_generated_code_matches(tmp_path: Path, m: int, n: int, dtype: str) -> N
     data=st.data(),
 )
 def test_a_wrong_module_is_a_mismatch_at_its_first_wrong_element(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, m: int, n: int, dtype: str, which: str, data: st.DataObject
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    m: int,
+    n: int,
+    dtype: str,
+    which: str,
+    data: st.DataObject,
 ) -> None:
     g = _write(tmp_path, m, n, dtype)
     numel = m * n if which == "out" else m

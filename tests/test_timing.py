@@ -72,7 +72,9 @@ def _events_around(s: _Stream, fn: Callable[[], None]) -> float:
 
 
 @pytest.mark.parametrize("host, gpu", [(0.05, 0.006), (0.05, 0.2), (0.001, 0.03)])
-def test_gpu_time_is_the_kernels_time_whatever_the_host_costs(stream: _Stream, host: float, gpu: float) -> None:
+def test_gpu_time_is_the_kernels_time_whatever_the_host_costs(
+    stream: _Stream, host: float, gpu: float
+) -> None:
     fn = _call(stream, host, gpu)
     got = timing.gpu_ms(fn, torch.device("cpu"), warmup=1, rep=5)
     assert got.ms == pytest.approx(gpu)

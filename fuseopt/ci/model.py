@@ -34,7 +34,10 @@ class Rule:
 # One row per kind of finding (SARIF rules; JUnit failure types; GitHub annotation titles).
 RULES: tuple[Rule, ...] = (
     Rule(
-        "invalid-graph", "InvalidGraph", "error", "The graph file is not a valid fuseopt graph (docs/format.md)."
+        "invalid-graph",
+        "InvalidGraph",
+        "error",
+        "The graph file is not a valid fuseopt graph (docs/format.md).",
     ),
     Rule(
         "plan-invariant", "PlanInvariant", "error", "The plan breaks an invariant (fuseopt/passes/verify.py)."

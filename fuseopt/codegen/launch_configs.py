@@ -77,7 +77,9 @@ def configs_1d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
     xb = min(cap, t.max_xblock)
     warps = _warps(xb, t.pointwise_points_per_warp, t.pointwise_max_warps)
     threads = warps * o.gpu.warp_size
-    per_thread = _fewer_points(xb // threads, tile_loads(launch), t.pointwise_loads_in_flight, numel, warps, o)
+    per_thread = _fewer_points(
+        xb // threads, tile_loads(launch), t.pointwise_loads_in_flight, numel, warps, o
+    )
     if per_thread:  # else a tile smaller than its threads (a tiny launch): as it is
         xb = per_thread * threads
     default = LaunchConfig((("XBLOCK", xb),), warps)
@@ -173,7 +175,12 @@ def configs_reduction(
     if outer and x_item:
         # Each row of the tile reads XBLOCK contiguous elements of an access contiguous along x:
         # fewer than `looped_outer_x_bytes` leave part of every memory sector it fetches unused.
-        xb = max(xb, min(xcap, t.looped_max_xblock, t.max_xblock, next_power_of_2(-(-t.looped_outer_x_bytes // x_item))))
+        xb = max(
+            xb,
+            min(
+                xcap, t.looped_max_xblock, t.max_xblock, next_power_of_2(-(-t.looped_outer_x_bytes // x_item))
+            ),
+        )
     rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * tile_accesses(launch))))
     xb, rb = max(1, min(xcap, xb, t.max_xblock)), min(rcap, t.max_r0_block, rb)
     # Little's law: a multiprocessor keeps bandwidth x latency bytes in flight only if its programs
@@ -363,5 +370,3 @@ def configs_unrolled(
         yb = per_thread * threads // xb
     default = LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), warps)
     return default, unique_configs(default, [first, cfg(max(1, 1024 // xb), 4), cfg(max(1, 2048 // xb), 8)])
-
-

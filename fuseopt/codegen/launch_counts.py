@@ -207,4 +207,3 @@ def tile_loads(launch: ComputeLaunch) -> int:
 def _distinct_reads(p: Placement, produced: Mapping[str, Placement]) -> int:
     """A node's distinct global loads (reads of buffers the kernel produces are fused)."""
     return len({(ld.buffer, ld.index) for ld in p.node.reads() if ld.buffer not in produced})
-

@@ -165,7 +165,9 @@ class ReductionEmitter(ExpressionEmitter):
         top = self.emit(f"tl.reduce({vm.text}, 1, _max_propagate)[:, None]", [vm], acc, axes=("x",))
         new = self.emit(f"_maximum({mx}, {top.text})", [mv, top], acc, axes=("x",))
         scale = self.emit(f"tl.where({mx} == {new.text}, 1.0, tl.exp({mx} - {new.text}))", [mv, new], acc)
-        term = self.emit(f'tl.where({new.text} == float("-inf"), 0.0, tl.exp({v.text} - {new.text}))', [new, v], acc)
+        term = self.emit(
+            f'tl.where({new.text} == float("-inf"), 0.0, tl.exp({v.text} - {new.text}))', [new, v], acc
+        )
         if r0 is not None:
             term = self.emit(f"tl.where(r0_mask, {term.text}, 0.0)", [term, r0], acc)
         self.effect(f"{s} = {s} * {scale.text} + {term.text}", [sv, scale, term], 1)

@@ -126,7 +126,10 @@ _FIXED_NAMES = frozenset(
 
 
 def build_module(
-    graph: Graph, plan: Plan, options: CodegenOptions, forced: Mapping[int, tuple[Tiling, dict[Key, Key]]] | None = None
+    graph: Graph,
+    plan: Plan,
+    options: CodegenOptions,
+    forced: Mapping[int, tuple[Tiling, dict[Key, Key]]] | None = None,
 ) -> str:
     """The module's source; `forced` gives the tiling of some launches (by their index in the
     schedule), each with what a sliding window carries, instead of `choice.choose`'s."""

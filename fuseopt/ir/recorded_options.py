@@ -46,7 +46,9 @@ def recorded_problems(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
         if key in meta:
             want = check(meta[key])
             if want is not None:
-                out.append((f"meta.{key} is a planning option: expected {want}, got {meta[key]!r}", f"/meta/{key}"))
+                out.append(
+                    (f"meta.{key} is a planning option: expected {want}, got {meta[key]!r}", f"/meta/{key}")
+                )
     return out
 
 

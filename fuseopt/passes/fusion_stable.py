@@ -148,6 +148,7 @@ def stable_fuse(
     def _stamps(g1: Group, g2: Group) -> tuple[int, int, int, int]:
         lo, hi = (g1, g2) if g1.gid < g2.gid else (g2, g1)
         return lo.gid, state.version[lo.gid], hi.gid, state.version[hi.gid]
+
     transforms: ReorderHook | None = None  # the loop-order hook, once plain fusion has settled
 
     def consider(g1: Group, g2: Group) -> None:

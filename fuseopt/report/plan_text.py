@@ -46,7 +46,9 @@ def options_text(options: Mapping[str, Any], sources: Mapping[str, str] | None =
         value = options[key]
         text = on_off(value) if isinstance(value, bool) else str(value)
         where = (sources or {}).get(key)
-        note = {"graph meta": " (from the graph's meta)", "command line": " (command line)"}.get(where or "", "")
+        note = {"graph meta": " (from the graph's meta)", "command line": " (command line)"}.get(
+            where or "", ""
+        )
         parts.append(f"{key.replace('_', ' ')} {text}{note}")
     return ", ".join(parts)
 

@@ -1,7 +1,7 @@
 """Words for people: counts with the right noun form, flags and lists in plain English.
 
-    >>> plural(1, "kernel"), plural(3, "kernel"), plural(2, "candidate graph")
-    ('1 kernel', '3 kernels', '2 candidate graphs')
+>>> plural(1, "kernel"), plural(3, "kernel"), plural(2, "candidate graph")
+('1 kernel', '3 kernels', '2 candidate graphs')
 """
 
 from __future__ import annotations

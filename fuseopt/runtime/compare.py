@@ -43,7 +43,11 @@ class Mismatch:
     atol: float | None = None
 
     def tolerance(self) -> str:
-        return "exact" if self.rtol is None or self.atol is None else f"rtol {self.rtol:.3g}, atol {self.atol:.3g}"
+        return (
+            "exact"
+            if self.rtol is None or self.atol is None
+            else f"rtol {self.rtol:.3g}, atol {self.atol:.3g}"
+        )
 
     def message(self) -> str:
         return (
@@ -58,8 +62,16 @@ class Mismatch:
             "buffer": self.buffer,
             "count": self.count,
             "total": self.total,
-            "first": {"index": list(self.first), "got": _number(self.first_got), "expected": _number(self.first_expected)},
-            "worst": {"index": list(self.index), "got": _number(self.got), "expected": _number(self.expected)},
+            "first": {
+                "index": list(self.first),
+                "got": _number(self.first_got),
+                "expected": _number(self.first_expected),
+            },
+            "worst": {
+                "index": list(self.index),
+                "got": _number(self.got),
+                "expected": _number(self.expected),
+            },
             "rtol": self.rtol,
             "atol": self.atol,
         }

@@ -138,7 +138,9 @@ class Tuning:
         "what each contiguous run of an access costs DRAM beyond its bytes (rows and lines opened anew)"
     )
     cost_l2_ratio: int = _doc("how many times DRAM's bandwidth the L2 serves sectors fetched again")
-    cost_launch_us: int = _doc("what a kernel's launch costs beside its work (a split's second kernel too), microseconds")
+    cost_launch_us: int = _doc(
+        "what a kernel's launch costs beside its work (a split's second kernel too), microseconds"
+    )
 
 
 @dataclass(frozen=True)
