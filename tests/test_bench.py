@@ -476,3 +476,32 @@ def test_recorded_module_paths_are_followed_only_through_modules() -> None:
         doc["meta"]["capture"]["call"]["parameters"]["mlp_fc1_weight"] = path
         graph = load_text(json.dumps(doc), "mlp_block.json")
         assert bind_recorded(graph, programs.mlp_block, [x]) is None, path
+
+
+@interpreter_only
+def test_bench_takes_the_strategy_it_is_given(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--strategy looped_row: layernorm_t's kernel is looped (persistent otherwise), every variant
+    still matches the reference, and the report says which strategy was forced."""
+    import fuseopt.codegen
+
+    real = fuseopt.codegen.emit_module
+    made: list[str] = []
+
+    def emit(*args: object, **kw: object) -> str:
+        made.append(real(*args, **kw))  # type: ignore[arg-type]
+        return made[-1]
+
+    monkeypatch.setattr(fuseopt.codegen, "emit_module", emit)
+    path = os.path.join(ROOT, "samples", "layernorm_t.yaml")
+    for strategy, marker in ((None, "persistent reduction"), ("looped_row", "looped reduction")):
+        made.clear()
+        out = os.path.join(str(tmp_path), f"{strategy}.json")
+        args = ["bench", path, "--interpret", "--json", out] + (["--strategy", strategy] if strategy else [])
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, res.output
+        with open(out, encoding="utf-8") as f:
+            (r,) = json.load(f)["results"]
+        assert r["ok"] and r["strategy"] == strategy
+        assert f": {marker}," in made[0]  # fuseopt's module, before the unfused plan's

@@ -138,6 +138,7 @@ def bench_graph(
     limits: Limits | None = DEFAULT_LIMITS,
     with_unfused: bool = True,
     target: Target | None = None,
+    strategy: str | None = None,
 ) -> dict[str, Any]:
     """Check, then time, every variant of one graph. With `interpret`, correctness only (CPU).
 
@@ -149,7 +150,8 @@ def bench_graph(
     in `slowest_kernels`. `limits` bound the reference run (`fuseopt run`'s defaults; a whole
     model at its real size may need more). `with_unfused=False` leaves out the unfused plan (a whole
     model's hundreds of kernels compile twice otherwise). The kernels are generated for `target`;
-    None: the GPU they run on (`fuseopt.targets.from_properties`), the default target on the CPU."""
+    None: the GPU they run on (`fuseopt.targets.from_properties`), the default target on the CPU;
+    with `strategy` (`CodegenOptions.strategy`) taken wherever it applies."""
     from fuseopt.codegen import CodegenOptions, emit_module
     from fuseopt.interp import make_inputs, run_graph
     from fuseopt.runtime.module import load_module, run_module
@@ -166,7 +168,7 @@ def bench_graph(
                 if dev.type == "cuda"
                 else DEFAULT
             )
-        codegen = CodegenOptions(target=target)
+        codegen = CodegenOptions(target=target, strategy=strategy)
         stage = optimize(graph, options or Options())
         unfused = initial_stage(graph)
         if inputs is None:
@@ -277,6 +279,7 @@ def bench_graph(
             "kernels": {"fuseopt": len(stage.plan.kernels), "unfused": len(unfused.plan.kernels)},
             "plan_bytes": stage.plan.metrics["bytes"],
             "target": codegen.gpu.name,
+            "strategy": strategy,
             "multiprocessors": codegen.gpu.multiprocessors,
             "library_precision": "float32 (TF32 off)" if dev.type == "cuda" else "float32",
             "variants": [r.to_json() for r in results],

@@ -13,6 +13,7 @@ from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
 from fuseopt.cli.options import options_from, planning_options
 from fuseopt.cli.output import write_outputs
+from fuseopt.codegen.options import STRATEGY_NAMES
 from fuseopt.errors import EXIT_CHECK_FAILED, InputError, NoGPUError
 from fuseopt.targets import names
 
@@ -62,6 +63,13 @@ from fuseopt.targets import names
     help="Generate the kernels for this GPU (`fuseopt targets`). Default: the GPU bench runs on, "
     "detected (a GPU no target names gets the H200's tuning with its own facts); with --interpret, h200.",
 )
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGY_NAMES),
+    default=None,
+    help="Take this kernel strategy wherever it applies, instead of the one the cost model says is "
+    "fastest (time one kernel shape against another).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @planning_options
 def bench_cmd(
@@ -73,6 +81,7 @@ def bench_cmd(
     json_file: str | None,
     kernels_top: int,
     target: str | None,
+    strategy: str | None,
     fmt: str,
     scoring: str,
     max_fusion_size: int,
@@ -157,6 +166,7 @@ def bench_cmd(
                 inputs=inputs,
                 kernels_top=kernels_top,
                 target=chosen,
+                strategy=strategy,
             )
             res["baseline"] = "rendered" if source_of is None else "source"
             if source_of is not None:
