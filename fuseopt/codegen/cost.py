@@ -28,6 +28,7 @@ constants are the target's (`Target`: hardware facts; `Tuning.cost_*`: measured)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fuseopt.codegen.common import cdiv, prod
@@ -162,8 +163,9 @@ def _traffic(
     sizes = {a.name: a.numel for a in launch.axes}
     sizes.setdefault("r0_", max((p.node.rnumel for p in launch.placements), default=1))
     lanes = {a.index: blocks.get(a.block, a.numel) for a in launch.axes}
-    per_pass: dict[tuple[str, int], float] = {}
-    fetched = 0.0
+    moved: dict[tuple[str, int], list[float]] = {}
+    storage: dict[tuple[str, int], float] = {}
+    fetched: list[float] = []
     seen: set[tuple[str, Expr, int]] = set()
     for p in launch.placements:
         digits = {v: d for v, d in digits_of(p, sizes).items() if d is not None and d.base in lanes}
@@ -176,11 +178,13 @@ def _traffic(
             item = b.dtype.itemsize
             touched = min(nbytes, b.storage_size * item)
             run, used = _run(index, digits, lanes, item, sector)
-            fetched += touched * sector / used
+            fetched.append(touched * sector / used)
             pays = 1 + overhead * max(0.0, 1 / run - 1 / line)  # runs shorter than a line
-            storage = b.storage_size * item * pays
-            per_pass[(buf, k)] = min(storage, per_pass.get((buf, k), 0) + touched * sector / used * pays)
-    return per_pass, fetched
+            moved.setdefault((buf, k), []).append(touched * sector / used * pays)
+            storage[(buf, k)] = max(storage.get((buf, k), 0.0), b.storage_size * item * pays)
+    # fsum: the same total whatever order the kernel lists its nodes in
+    per_pass = {key: min(storage[key], math.fsum(v)) for key, v in sorted(moved.items())}
+    return per_pass, math.fsum(fetched)
 
 
 def _run(
@@ -210,7 +214,7 @@ def _dram(
     """DRAM bytes: every pass's, unless the rows the resident programs hold (`held` programs of
     XBLOCK rows of every buffer more than one r loop reads) fit in half the L2: then each buffer
     once, its later passes served by the L2."""
-    every = sum(per_pass.values())
+    every = math.fsum(per_pass.values())
     loops: dict[str, int] = {}
     for buf, _ in per_pass:
         loops[buf] = loops.get(buf, 0) + 1
@@ -223,10 +227,10 @@ def _dram(
     for (buf, _), v in per_pass.items():
         if buf in again:
             row_bytes[buf] = max(row_bytes.get(buf, 0.0), v / x.numel)
-    footprint = sum(row_bytes.values()) * rows
+    footprint = math.fsum(row_bytes.values()) * rows
     if footprint > l2 // 2:
         return every
     once: dict[str, float] = {}
     for (buf, _), v in per_pass.items():
         once[buf] = max(once.get(buf, 0.0), v)
-    return sum(once.values())
+    return math.fsum(once.values())

@@ -1,6 +1,7 @@
 """Which tile a compute launch takes (`choose_tiling`: of the strategies of `strategies.TABLE`
-that apply, the one the cost model says is fastest), the finishing kernel of a split reduction (`finish_tiling`), and
-the sliding-window row splits (`window_tilings`) that `codegen.choice` weighs against it.
+that apply, the one the cost model says is fastest), the finishing kernel of a split reduction
+(`finish_tiling`), and the sliding-window row splits (`window_tilings`) that `codegen.choice`
+weighs against it.
 """
 
 from __future__ import annotations
