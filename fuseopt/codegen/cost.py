@@ -103,7 +103,7 @@ def estimate(graph: Graph, tiling: Tiling, options: CodegenOptions) -> Estimate:
     waves = cdiv(programs, slots)
     latency = t.cost_latency_ns / 1e3
     us = 0.0
-    per_sm = gpu.multiprocessor_bytes_per_cycle * gpu.clock_mhz  # bytes a microsecond
+    per_sm = t.cost_multiprocessor_bytes_per_cycle * gpu.clock_mhz  # bytes a microsecond
     for w in range(waves):
         active = min(slots, programs - w * slots)
         alone = cdiv(active, gpu.multiprocessors) * per_program * bandwidth / per_sm  # one multiprocessor's

@@ -95,7 +95,6 @@ def from_properties(props: Any, *, hip: bool = False) -> Target:
         shared_memory_per_multiprocessor=prop("shared_memory_per_multiprocessor", smem_block),
         l2_bytes=prop("L2_cache_size", 0),
         cache_line_bytes=base.cache_line_bytes,
-        multiprocessor_bytes_per_cycle=base.multiprocessor_bytes_per_cycle,
         clock_mhz=prop("clock_rate", base.clock_mhz * 1000) // 1000,
         sector_bytes=base.sector_bytes,
         memory_bandwidth_gbps=base.memory_bandwidth_gbps,

@@ -27,7 +27,6 @@ A100 = Target(
     shared_memory_per_multiprocessor=167936,  # 164 KiB
     l2_bytes=41943040,  # 40 MiB
     cache_line_bytes=128,
-    multiprocessor_bytes_per_cycle=64,
     clock_mhz=1410,
     sector_bytes=32,
     memory_bandwidth_gbps=2039,

@@ -137,6 +137,9 @@ class Tuning:
     cost_run_overhead_bytes: int = _doc(
         "what each contiguous run of an access costs DRAM beyond its bytes (rows and lines opened anew)"
     )
+    cost_multiprocessor_bytes_per_cycle: int = _doc(
+        "bytes one multiprocessor's loads take from the L2 a cycle (a launch of fewer programs than multiprocessors)"
+    )
     cost_l2_ratio: int = _doc("how many times DRAM's bandwidth the L2 serves sectors fetched again")
     cost_launch_us: int = _doc(
         "what a kernel's launch costs beside its work (a split's second kernel too), microseconds"
@@ -178,7 +181,6 @@ class Target:
     shared_memory_per_multiprocessor: int = _doc("shared memory of a multiprocessor, bytes")
     l2_bytes: int = _doc("L2 cache, bytes")
     cache_line_bytes: int = _doc("a global-memory cache line (one transaction of a coalesced access), bytes")
-    multiprocessor_bytes_per_cycle: int = _doc("bytes a multiprocessor's loads take from the L2 a cycle")
     clock_mhz: int = _doc("the multiprocessors' clock (boost), MHz")
     sector_bytes: int = _doc("the unit a global access fetches from the L2 or DRAM, bytes")
     memory_bandwidth_gbps: int = _doc("DRAM bandwidth, GB/s (the published figure)")

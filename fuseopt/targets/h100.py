@@ -25,7 +25,6 @@ H100 = Target(
     shared_memory_per_multiprocessor=233472,  # 228 KiB
     l2_bytes=52428800,  # 50 MiB
     cache_line_bytes=128,
-    multiprocessor_bytes_per_cycle=64,
     clock_mhz=1980,
     sector_bytes=32,
     memory_bandwidth_gbps=3350,

@@ -344,8 +344,8 @@ TUNING, PROVENANCE = tuned(
     ),
     cost_tie_pct=(
         3,
-        "persistent rows beat looped ones 2-12% where the estimates are level (sum_f32 39.1 / 41.1 us)",
-        RULES,
+        "level pairs' estimates differ up to 1.4% (sm_f16 18.6 / 18.3 us) where persistent rows ran 5-100% faster",
+        COST,
     ),
     cost_latency_ns=(
         800,
@@ -357,9 +357,14 @@ TUNING, PROVENANCE = tuned(
         "runs along x of 32 / 64 / 128 bytes: colsum_bf16_odd 39.0 us looped, 30.4 split; three_layouts_mean 156 / 134",
         COST,
     ),
+    cost_multiprocessor_bytes_per_cycle=(
+        64,
+        "Hopper's L1 fill path as microbenchmarks report it, not measured here; it bounds only launches of few programs",
+        COST,
+    ),
     cost_l2_ratio=(
         3,
-        "sectors fetched twice (a transposed read of a 1D tile) cost a third of DRAM's; the model's pairs",
+        "the L2 serves about 3x DRAM's bandwidth (A100: 5120 B/cycle x 1.41 GHz over 2.0 TB/s); not measured here",
         COST,
     ),
     cost_launch_us=(
@@ -385,7 +390,6 @@ H200 = Target(
     shared_memory_per_multiprocessor=233472,  # 228 KiB
     l2_bytes=62914560,  # 60 MiB (torch on the device: L2_cache_size 62914560)
     cache_line_bytes=128,
-    multiprocessor_bytes_per_cycle=64,
     clock_mhz=1980,
     sector_bytes=32,
     memory_bandwidth_gbps=4800,
