@@ -232,3 +232,22 @@ def test_the_kernel_header_gives_the_estimates_behind_its_strategy() -> None:
     assert "tile_2d" in line.split("(taken)")[0].rsplit(",", 1)[-1]
     forced = emit_module(stage.graph, stage.plan, options=CodegenOptions(strategy="tile_1d"))
     assert "cost model" not in forced
+
+
+def test_a_window_fetches_only_the_loads_it_does_not_carry_or_share() -> None:
+    """avgpool_cl (3x3 over a channels-last image): a sliding window loads the third of a row's
+    values it does not carry from the row before; a register window's cells share most of
+    theirs (counted by `windows.census` from the IR)."""
+    from fuseopt.codegen.choice import candidates
+    from fuseopt.codegen.cost import issued
+    from fuseopt.codegen.strategies import RegisterWindow, SlidingWindow, Unrolled
+
+    graph, launch = launches("avgpool_cl_full")[0]
+    o = CodegenOptions()
+    by = {}
+    for tiling, _ in candidates(graph, launch, o):
+        by.setdefault(type(tiling.strategy), (tiling, estimate(graph, tiling, o)))
+    unrolled, sliding, cells = (by[k] for k in (Unrolled, SlidingWindow, RegisterWindow))
+    assert issued(unrolled[0]) == 1.0 and issued(sliding[0]) == pytest.approx(1 / 3)
+    assert 0 < issued(cells[0]) < issued(sliding[0])
+    assert cells[1].fetched_bytes < sliding[1].fetched_bytes < unrolled[1].fetched_bytes

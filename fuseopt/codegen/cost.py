@@ -9,7 +9,8 @@
 - **Transactions.** An access is fetched in sectors (`Target.sector_bytes`): along its contiguous
   dimension a tile reads `block` elements in a row, so an access contiguous along an axis whose
   block is narrower than a sector (or along none of the tile's lanes: a transposed read of a 1D
-  tile) fetches more than it uses. Sectors beyond the bytes used are charged at the L2's rate.
+  tile) fetches more than it uses. Sectors beyond the bytes used are charged at the L2's rate. A
+  window issues only the loads it does not carry or share (`issued`).
 - **Registers, occupancy.** A thread holds its points of the tile times the values live at a
   point (distinct loads, accumulators); that, the warps and the target's limits give how many
   programs a multiprocessor keeps resident. Past the register file's per-thread limit a thread
@@ -39,6 +40,7 @@ from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, digits_of
 from fuseopt.codegen.strategies import (
     LoopedRow,
+    RegisterWindow,
     SlidingWindow,
     SplitPartial,
     Strategy,
@@ -48,6 +50,7 @@ from fuseopt.codegen.strategies import (
 )
 from fuseopt.codegen.strategies.base import Work
 from fuseopt.codegen.tiling import Tiling
+from fuseopt.codegen.windows.census import cell_loads, row_loads
 from fuseopt.ir.bounds import linear_form
 from fuseopt.ir.expr import Expr, Reduce, Var
 from fuseopt.ir.graph import Graph
@@ -83,6 +86,7 @@ def estimate(graph: Graph, tiling: Tiling, options: CodegenOptions) -> Estimate:
     per_pass, fetched = _traffic(
         graph, launch, blocks, passes, gpu.sector_bytes, gpu.cache_line_bytes, t.cost_run_overhead_bytes
     )
+    fetched *= issued(tiling)
     steps = work.steps
     registers = registers_of(tiling, options)
     spilled = max(0, registers - gpu.max_registers_per_thread)
@@ -119,6 +123,20 @@ WORK = {LoopedRow: looped_row.work, SplitPartial: split.work, SlidingWindow: sli
 def work_of(s: Strategy, launch: ComputeLaunch, config: LaunchConfig, loops: int) -> Work:
     rule = WORK.get(type(s))
     return Work() if rule is None else rule(s, launch, config, loops)  # type: ignore[operator]
+
+
+def issued(tiling: Tiling) -> float:
+    """The share of the tile's loads a window issues (`windows.census`, counted from the IR): a
+    sliding window loads what a row does not carry from the row before, a register window's
+    cells share their loads. 1 for every other strategy."""
+    s = tiling.strategy
+    if isinstance(s, SlidingWindow):
+        _, loads, carried = row_loads(tiling)
+        return (loads - carried) / loads if loads else 1.0
+    if isinstance(s, RegisterWindow):
+        needed, distinct = cell_loads(tiling)
+        return distinct / needed if needed else 1.0
+    return 1.0
 
 
 def registers_of(tiling: Tiling, options: CodegenOptions) -> int:
