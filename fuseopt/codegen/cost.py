@@ -11,9 +11,9 @@
   block is narrower than a sector (or along none of the tile's lanes: a transposed read of a 1D
   tile) fetches more than it uses. Sectors beyond the bytes used are charged at the L2's rate. A
   window issues only the loads it does not carry or share (`issued`).
-- **Registers, occupancy.** A thread holds its points of the tile times the values live at a
-  point (distinct loads, accumulators); that, the warps and the target's limits give how many
-  programs a multiprocessor keeps resident. Past the register file's per-thread limit a thread
+- **Registers, occupancy.** A thread holds a value for each of its points of the tile, and a
+  looped tile's accumulators for each (`registers_of`); that, the warps and the target's limits
+  give how many programs a multiprocessor keeps resident. Past the register file's per-thread limit a thread
   spills, and the spilled values move through memory.
 - **Latency and waves.** A program runs its steps (r-loop iterations, rows of a walk) one after
   another, each a memory round trip; the multiprocessors run the programs in waves of the
@@ -106,13 +106,14 @@ def estimate(graph: Graph, tiling: Tiling, options: CodegenOptions) -> Estimate:
     slots = gpu.multiprocessors * resident
     waves = cdiv(programs, slots)
     latency = t.cost_latency_ns / 1e3
-    us = 0.0
     per_sm = t.cost_multiprocessor_bytes_per_cycle * gpu.clock_mhz  # bytes a microsecond
-    for w in range(waves):
-        active = min(slots, programs - w * slots)
-        alone = cdiv(active, gpu.multiprocessors) * per_program * bandwidth / per_sm  # one multiprocessor's
-        us += max(active * per_program, alone, steps * latency)
-    us += work.kernels * t.cost_launch_us
+
+    def wave(active: int) -> float:  # the longest of: at DRAM's rate, one multiprocessor's, the steps
+        alone = cdiv(active, gpu.multiprocessors) * per_program * bandwidth / per_sm
+        return max(active * per_program, alone, steps * latency)
+
+    full, rest = divmod(programs, slots)  # full waves, then a partial one
+    us = full * wave(slots) + (wave(rest) if rest else 0.0) + work.kernels * t.cost_launch_us
     return Estimate(us, int(dram), int(fetched), programs, steps, registers, resident, waves, work.kernels)
 
 
