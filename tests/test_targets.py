@@ -115,8 +115,11 @@ def test_detect_maps_device_properties_to_a_target(monkeypatch: pytest.MonkeyPat
             L2_cache_size=52428800,
             warp_size=32,
             regs_per_multiprocessor=65536,
+            memory_clock_rate=1593000,  # kHz: HBM2e at 1593 MHz on a 5120-bit bus
+            memory_bus_width=5120,
         )
     )
+    assert pcie.memory_bandwidth_gbps == 2039  # 2 x 1593 MHz x 640 bytes
     assert (pcie.name, pcie.multiprocessors, pcie.l2_bytes, pcie.clusters) == (
         "nvidia-h100-pcie",
         114,
@@ -126,6 +129,7 @@ def test_detect_maps_device_properties_to_a_target(monkeypatch: pytest.MonkeyPat
     assert pcie.tuning == H200.tuning and all(w.measured_on == "h200" for _, w in pcie.provenance)
     ampere = from_properties(_props("NVIDIA GeForce RTX 3090", 82, (8, 6)))
     assert not ampere.clusters and not ampere.programmatic_dependent_launch
+    assert ampere.memory_bandwidth_gbps == H200.memory_bandwidth_gbps  # not reported: the default's
     rocm = from_properties(_props("AMD Instinct MI300X", 304, (9, 4), warp_size=64), hip=True)
     assert rocm.warp_size == 64 and not rocm.clusters and not rocm.programmatic_dependent_launch
 

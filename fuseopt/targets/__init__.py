@@ -57,6 +57,13 @@ def detect(device: int = 0) -> Target | None:
     return from_properties(torch.cuda.get_device_properties(device), hip=torch.version.hip is not None)
 
 
+def _bandwidth_gbps(props: Any) -> int:
+    """DRAM bandwidth from the memory clock (kHz, double data rate) and bus width (bits) torch
+    reports where it does; 0 where it does not."""
+    clock, bus = getattr(props, "memory_clock_rate", 0) or 0, getattr(props, "memory_bus_width", 0) or 0
+    return int(2 * int(clock) * 1000 * int(bus) // 8 // 10**9)
+
+
 def from_properties(props: Any, *, hip: bool = False) -> Target:
     """The known target whose device names and multiprocessor count match `props` (a
     `torch.cuda.get_device_properties` result, or anything with its attributes), else a target
@@ -97,7 +104,7 @@ def from_properties(props: Any, *, hip: bool = False) -> Target:
         cache_line_bytes=base.cache_line_bytes,
         clock_mhz=prop("clock_rate", base.clock_mhz * 1000) // 1000,
         sector_bytes=base.sector_bytes,
-        memory_bandwidth_gbps=base.memory_bandwidth_gbps,
+        memory_bandwidth_gbps=_bandwidth_gbps(props) or base.memory_bandwidth_gbps,
         max_vector_bytes=base.max_vector_bytes,
         max_cluster_size=8 if hopper else 1,
         programmatic_dependent_launch=hopper,

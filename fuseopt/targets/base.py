@@ -183,7 +183,9 @@ class Target:
     cache_line_bytes: int = _doc("a global-memory cache line (one transaction of a coalesced access), bytes")
     clock_mhz: int = _doc("the multiprocessors' clock (boost), MHz")
     sector_bytes: int = _doc("the unit a global access fetches from the L2 or DRAM, bytes")
-    memory_bandwidth_gbps: int = _doc("DRAM bandwidth, GB/s (the published figure)")
+    memory_bandwidth_gbps: int = _doc(
+        "DRAM bandwidth, GB/s (published; a detected GPU's from the memory clock and bus width torch reports)"
+    )
     max_vector_bytes: int = _doc("widest load or store of one thread, bytes")
     max_cluster_size: int = _doc("most programs of a thread-block cluster (1: no clusters)")
     programmatic_dependent_launch: bool = _doc(
