@@ -42,3 +42,16 @@ def test_every_candidate_matches_the_reference(name: str) -> None:
         for tiling, carry in found:
             source = build_module(stage.graph, stage.plan, options, forced={index: (tiling, carry)})
             compare_with_reference(stage.graph, stage.plan, source=source)
+
+
+def test_a_forced_strategy_is_taken_before_a_window() -> None:
+    """avgpool_cl (a 3x3 window over a channels-last image) takes a register window; with
+    `strategy="unrolled"` the unrolled tile, which applies; with a strategy that does not apply
+    (a split of a 9-point reduction), the window again."""
+    from fuseopt.codegen.strategies import RegisterWindow, Unrolled
+    from tests.strategy_graphs import launches
+
+    graph, launch = launches("avgpool_cl_full")[0]
+    assert isinstance(choose(graph, launch, CodegenOptions())[0].strategy, RegisterWindow)
+    assert isinstance(choose(graph, launch, CodegenOptions(strategy="unrolled"))[0].strategy, Unrolled)
+    assert isinstance(choose(graph, launch, CodegenOptions(strategy="split"))[0].strategy, RegisterWindow)

@@ -14,7 +14,7 @@ from fractions import Fraction
 from fuseopt.codegen.index_width import choose_index_dtype, masked_axes
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.codegen.strategies import TABLE, RegisterWindow, register_window, sliding_window
-from fuseopt.codegen.tile_shapes import choose_tiling, tiling_of, window_tilings
+from fuseopt.codegen.tile_shapes import choose_tiling, forced_tiling, tiling_of, window_tilings
 from fuseopt.codegen.tiling import CodegenOptions, Tiling
 from fuseopt.codegen.windows.census import cell_loads, row_loads
 from fuseopt.codegen.windows.register import cell_tilings
@@ -28,7 +28,11 @@ def choose(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tupl
     a register window (`codegen.windows.register`) whose cells share at least 1/`cells_share_ratio` of their
     loads loads fewer values a point of the output than it (or than the kernel's own loads when
     no sliding window qualifies): then the register window that loads the fewest, points computed
-    twice by overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile."""
+    twice by overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile.
+    `options.strategy`, where it applies, before all of these."""
+    forced = forced_tiling(graph, launch, options)
+    if forced is not None:  # `options.strategy` applies: no window either
+        return forced, {}
     t = options.tuning
     window: tuple[Tiling, dict[Key, Key]] | None = None
     per_point: int | None = None

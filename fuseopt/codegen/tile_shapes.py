@@ -26,15 +26,14 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
     """The strategy of `TABLE` that applies with the least estimated time (`codegen.cost`), the
     first in the table's order of those within `cost_tie_pct` percent of the least (the
     estimate's resolution: the table's order breaks a tie); `options.strategy` where it applies."""
+    forced = forced_tiling(graph, launch, options)
+    if forced is not None:
+        return forced
     applicable: list[tuple[str, Tiling]] = []
     for applies in TABLE:
         planned = applies(graph, launch, options)
-        if planned is None:
-            continue
-        name = applies.__module__.rsplit(".", 1)[-1]
-        if name == options.strategy:
-            return tiling_of(graph, planned, options)
-        applicable.append((name, tiling_of(graph, planned, options)))
+        if planned is not None:
+            applicable.append((applies.__module__.rsplit(".", 1)[-1], tiling_of(graph, planned, options)))
     assert applicable, f"no strategy for a {launch.kind} launch"  # looped_row takes every reduction
     if len(applicable) == 1:
         return applicable[0][1]
@@ -45,6 +44,15 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
         (name, us, i == pick) for i, ((name, _), us) in enumerate(zip(applicable, times, strict=True))
     )
     return dataclasses.replace(applicable[pick][1], weighed=weighed)
+
+
+def forced_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Tiling | None:
+    """The tiling of `options.strategy` where it applies to the launch; None otherwise."""
+    for applies in TABLE:
+        if applies.__module__.rsplit(".", 1)[-1] == options.strategy:
+            planned = applies(graph, launch, options)
+            return None if planned is None else tiling_of(graph, planned, options)
+    return None
 
 
 def tiling_of(graph: Graph, planned: Planned[Strategy], options: CodegenOptions) -> Tiling:
