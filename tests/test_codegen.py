@@ -406,18 +406,18 @@ def test_split_reduction_autotune_candidates(monkeypatch: pytest.MonkeyPatch) ->
     grid = load_module(src)._grid({"XBLOCK": 6}, {"": 4})  # the launch grid autotune computes
     assert grid({"XBLOCK": 4, "R0_BLOCK": 2}) == (2, 4) and grid({"XBLOCK": 8, "R0_BLOCK": 4}) == (1, 4)
 
-    real = choice.choose_tiling
+    real = choice.forced_tiling  # SPLIT forces the split
     tried = []
     for i in range(len(configs)):
 
         def one(graph_, launch, options, i=i):  # the i-th candidate as the fixed launch
             t = real(graph_, launch, dataclasses.replace(options, autotune=True))
-            if not isinstance(t.strategy, SplitPartial):
-                return dataclasses.replace(t, autotune=())
+            if t is None or not isinstance(t.strategy, SplitPartial):
+                return None if t is None else dataclasses.replace(t, autotune=())
             tried.append(t.autotune[i])
             return dataclasses.replace(t, config=t.autotune[i], autotune=())
 
-        monkeypatch.setattr(choice, "choose_tiling", one)
+        monkeypatch.setattr(choice, "forced_tiling", one)
         check(g, plan, opts)
     assert len(set(tried)) == len(configs)
     monkeypatch.undo()
