@@ -5,7 +5,8 @@
 For each workload of the suite (tests/fixtures/suite.py) and of docs/inductor.md's six
 (tests/fixtures/programs.py), captured at full size: every compute launch's chosen tiling
 (`codegen.choice.choose`) and each strategy of `strategies.TABLE` that applies to it, with each of
-its launch candidates (`codegen.choice.candidates`). Each variant's module (the other launches as
+its launch candidates (`codegen.choice.candidates`), and row tiles of the most warps on twice as many
+(`wider`). Each variant's module (the other launches as
 chosen) is run once, outputs poisoned, and checked against the reference interpreter, then timed
 (GPU time, `fuseopt.bench.timing`). --small: tiny sizes on the CPU under TRITON_INTERPRET=1, checks
 only. Variants compile first in --jobs processes (Triton's cache), then are
@@ -69,7 +70,7 @@ def variants(graph: Any, options: Any) -> list[dict[str, Any]]:
     for index in launches:
         launch = build_schedule(graph, plan).launches[index]
         taken, _ = choice.choose(graph, launch, options)
-        for tiling, carry in choice.candidates(graph, launch, options):
+        for tiling, carry in choice.candidates(graph, launch, options) + wider(graph, launch, options):
             forced = {index: (tiling, carry)}
             src = wrapper.build_module(graph, plan, options, forced=forced)
             est = estimate(graph, tiling, options).us
@@ -77,6 +78,24 @@ def variants(graph: Any, options: Any) -> list[dict[str, Any]]:
             out.append(
                 {"launch": index, "chosen": same, "source": src, "estimated_us": est, **_describe(tiling)}
             )
+    return out
+
+
+def wider(graph: Any, launch: Any, options: Any) -> list[tuple[Any, dict[Any, Any]]]:
+    """Row tiles (persistent and looped) of the most warps on twice as many, up to 16: outside
+    the target's `max_warps`, where torch.compile's rows contiguous along r go (2048 points on 16
+    warps), so that a run can tell whether the bound costs time."""
+    import dataclasses
+
+    from fuseopt.codegen import choice
+    from fuseopt.codegen.strategies import LoopedRow, PersistentRow
+
+    most = options.tuning.max_warps
+    out = []
+    for tiling, carry in choice.candidates(graph, launch, options):
+        if isinstance(tiling.strategy, LoopedRow | PersistentRow) and tiling.config.num_warps == most < 16:
+            config = dataclasses.replace(tiling.config, num_warps=2 * most)
+            out.append((dataclasses.replace(tiling, config=config, fallback=None), carry))
     return out
 
 

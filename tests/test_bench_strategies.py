@@ -26,3 +26,4 @@ def test_every_variant_is_checked_and_estimated(tmp_path: os.PathLike[str]) -> N
         assert mine[0]["launch"] is None and sum(r["chosen"] for r in mine) >= 2  # the module, and its tiling
         assert all(r["estimated_us"] > 0 for r in mine[1:])
     assert {r.get("strategy") for r in rows if r["workload"] == "sum_f32"} >= {"PersistentRow", "LoopedRow"}
+    assert any(r.get("num_warps") == 16 for r in rows if r["workload"] == "sum_f32")  # `wider`'s, checked too
