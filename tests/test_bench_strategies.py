@@ -26,4 +26,25 @@ def test_every_variant_is_checked_and_estimated(tmp_path: os.PathLike[str]) -> N
         assert mine[0]["launch"] is None and sum(r["chosen"] for r in mine) >= 2  # the module, and its tiling
         assert all(r["estimated_us"] > 0 for r in mine[1:])
     assert {r.get("strategy") for r in rows if r["workload"] == "sum_f32"} >= {"PersistentRow", "LoopedRow"}
-    assert any(r.get("num_warps") == 16 for r in rows if r["workload"] == "sum_f32")  # `wider`'s, checked too
+
+
+def test_wider_doubles_the_warps_of_row_tiles_at_the_most() -> None:
+    """sum_f32 at full size: its persistent and looped tiles on 8 warps (the H200's most) get a
+    16-warp twin each; nothing else does."""
+    from benchmarks.strategies import capture, wider
+    from fuseopt.codegen.choice import candidates
+    from fuseopt.codegen.options import CodegenOptions
+    from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
+    from fuseopt.passes.pipeline import optimize
+
+    stage = optimize(capture("suite", "sum_f32"))
+    (launch,) = [
+        la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)
+    ]
+    o = CodegenOptions()
+    eight = [t for t, _ in candidates(stage.graph, launch, o) if t.config.num_warps == 8]
+    twins = [t for t, _ in wider(stage.graph, launch, o)]
+    assert len(twins) == len(eight) > 0
+    assert [(t.strategy, t.config.blocks, 16) for t in eight] == [
+        (t.strategy, t.config.blocks, t.config.num_warps) for t in twins
+    ]
