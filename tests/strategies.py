@@ -95,6 +95,19 @@ def check_online(graph: Graph, plan: Plan) -> None:
         check(graph, plan, LOOPED)
 
 
+def check_forced(
+    graph: Graph, plan: Plan, strategies: tuple[str, ...] = ("tile_2d", "persistent_row")
+) -> None:
+    """`check` with each of `strategies` forced (`CodegenOptions.strategy`) where that changes
+    the module: the cost model leaves them out of tiny launches (one 2D tile, a persistent tile of
+    few programs), which random graphs are made of."""
+    default = emit_module(graph, plan)
+    for name in strategies:
+        options = CodegenOptions(strategy=name)
+        if emit_module(graph, plan, options=options) != default:
+            check(graph, plan, options)
+
+
 def check_split(graph: Graph, plan: Plan) -> None:
     """`check` with SPLIT options, where some reduction kernel of the plan does split."""
     if any(k.kind == "reduction" for k in plan.kernels) and "rsplit" in emit_module(

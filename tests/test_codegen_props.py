@@ -22,6 +22,7 @@ from fuseopt.io.load import load_graph
 from fuseopt.passes.pipeline import optimize
 from tests.strategies import (
     check,
+    check_forced,
     check_online,
     check_split,
     check_window,
@@ -77,6 +78,7 @@ def test_random_graphs_planner_fused(doc: dict[str, object]) -> None:
         check_split(stage.graph, stage.plan)
         check_window(stage.graph, stage.plan)
         check_online(stage.graph, stage.plan)
+        check_forced(stage.graph, stage.plan)
 
     _keep_on_failure("planner-fused", doc, run)
 

@@ -346,7 +346,7 @@ class ExpressionEmitter(EmitterCore):
             # one tile axis) rather than int64 value arithmetic with sign-correcting helpers; in a
             # register window also in int64, so that its cells' offsets fold and cells name a
             # shared row's or column's bounds checks (and loads) alike.
-            idx = self.index(e.index if isinstance(e, IndexValue) else e, ctx, conds)
+            idx = self.constant_index(self.index(e.index if isinstance(e, IndexValue) else e, ctx, conds))
             if idx.literal:
                 assert idx.const is not None
                 return Val(str(idx.const), DType.int64, const=int(idx.const))
@@ -354,7 +354,7 @@ class ExpressionEmitter(EmitterCore):
                 return Val(idx.text, self.idt, idx.axes, idx.level, idx.names)
             return self.emit(idx.text, [idx], self.idt)
         if isinstance(e, Var | IndexValue):
-            idx = self.index(e if isinstance(e, Var) else e.index, ctx, conds)
+            idx = self.constant_index(self.index(e if isinstance(e, Var) else e.index, ctx, conds))
             if idx.literal:
                 assert idx.const is not None
                 return Val(str(idx.const), DType.int64, const=int(idx.const))
@@ -428,6 +428,14 @@ class ExpressionEmitter(EmitterCore):
         if template == "{x}":
             return xv
         return self.emit(template.format(x=xv.text), [xv], res)
+
+    def constant_index(self, idx: Val) -> Val:
+        """An index of literals alone that did not fold to one (`0 * 0`: a product of a point's
+        coordinates in an unrolled window) as a tensor of the index type: Triton keeps a bare
+        arithmetic of literals a compile-time constant, which has no `.to`."""
+        if idx.literal or idx.axes or idx.names:
+            return idx
+        return self.emit(f"tl.full({self.shape(())}, {idx.text}, {TL_DTYPE[self.idt]})", [], self.idt)
 
     def binary(self, e: Binary, a: Val, b: Val) -> Val:
         assert e.dtype is not None and e.a.dtype is not None and e.b.dtype is not None
