@@ -55,3 +55,22 @@ def test_a_forced_strategy_is_taken_before_a_window() -> None:
     assert isinstance(choose(graph, launch, CodegenOptions())[0].strategy, RegisterWindow)
     assert isinstance(choose(graph, launch, CodegenOptions(strategy="unrolled"))[0].strategy, Unrolled)
     assert isinstance(choose(graph, launch, CodegenOptions(strategy="split"))[0].strategy, RegisterWindow)
+
+
+def test_a_window_can_be_forced_by_name() -> None:
+    """avgpool_cl: "sliding_window" walks rows (the register window otherwise), "register_window"
+    takes cells; a launch no window applies to keeps the cost model's choice."""
+    from fuseopt.codegen.strategies import RegisterWindow, SlidingWindow
+    from tests.strategy_graphs import launches
+
+    graph, launch = launches("avgpool_cl_full")[0]
+    tiling, _ = choose(graph, launch, CodegenOptions(strategy="sliding_window"))
+    assert isinstance(tiling.strategy, SlidingWindow)  # its rows' partial sums carried
+    assert isinstance(
+        choose(graph, launch, CodegenOptions(strategy="register_window"))[0].strategy, RegisterWindow
+    )
+    graph, launch = launches("row_sum_odd")[0]
+    default = choose(graph, launch, CodegenOptions())[0]
+    for name in ("sliding_window", "register_window"):
+        forced = choose(graph, launch, CodegenOptions(strategy=name))[0]
+        assert (forced.strategy, forced.config) == (default.strategy, default.config)

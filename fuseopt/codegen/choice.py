@@ -29,27 +29,34 @@ def choose(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> tupl
     loads loads fewer values a point of the output than it (or than the kernel's own loads when
     no sliding window qualifies): then the register window that loads the fewest, points computed
     twice by overlapping bands or chunks counted (`Cells.waste`); else `choose_tiling`'s tile.
-    `options.strategy`, where it applies, before all of these."""
+    `options.strategy`, where it applies, before all of these: a strategy of the table, or
+    "sliding_window" (the first row split that carries a value from row to row) or
+    "register_window" (the cells that load the fewest values a point)."""
     forced = forced_tiling(graph, launch, options)
     if forced is not None:  # `options.strategy` applies: no window either
         return forced, {}
     t = options.tuning
+    sliding, cells = options.strategy == "sliding_window", options.strategy == "register_window"
     window: tuple[Tiling, dict[Key, Key]] | None = None
     per_point: int | None = None
-    for cand in window_tilings(graph, launch, options):
+    for cand in [] if cells else window_tilings(graph, launch, options):
         carry, loads, carried = row_loads(cand)
-        if sliding_window.applies(loads, carried, t.window_carry_ratio):
+        ratio = loads if sliding else t.window_carry_ratio  # forced: any row that carries a value
+        if sliding_window.applies(loads, carried, ratio):
             window, per_point = (cand, carry), sliding_window.cost(loads, carried)
             break
+    if sliding and window is not None:
+        return window
     best: tuple[Fraction, Tiling] | None = None
-    for cand in cell_tilings(graph, launch, options):
+    for cand in [] if sliding else cell_tilings(graph, launch, options):
         needed, distinct = cell_loads(cand)
         assert isinstance(cand.strategy, RegisterWindow)
-        cells = cand.strategy.cells.rows * cand.strategy.cells.cols
-        limit = Fraction(needed, cells) if per_point is None else per_point  # values a point otherwise
+        n = cand.strategy.cells.rows * cand.strategy.cells.cols
+        limit = Fraction(needed, n) if per_point is None else per_point  # values a point otherwise
         cost = register_window.cost(cand.strategy, distinct)  # values loaded a point of the output
         shared = register_window.applies(needed, distinct, t.cells_share_ratio)
-        keep = options.window_shape is not None and needed > 0 or shared and cost < limit
+        taken = (cells or options.window_shape is not None) and needed > 0
+        keep = taken or shared and cost < limit
         if keep and (best is None or cost < best[0]):
             best = (cost, cand)
     if best is not None:

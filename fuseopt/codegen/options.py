@@ -28,8 +28,12 @@ TUNING_OVERRIDES = (
 )
 
 
-# The strategies `CodegenOptions.strategy` can name: the modules of `strategies.TABLE`, in its order.
-STRATEGY_NAMES = ("tile_2d", "row_split", "tile_1d", "unrolled", "persistent_row", "split", "looped_row")
+# The strategies `CodegenOptions.strategy` can name: the modules of `strategies.TABLE`, in its
+# order, then the windows (`codegen.choice`).
+STRATEGY_NAMES = (
+    *("tile_2d", "row_split", "tile_1d", "unrolled", "persistent_row", "split", "looped_row"),
+    *("sliding_window", "register_window"),
+)
 
 
 @dataclass(frozen=True)
