@@ -6,8 +6,9 @@ Pairs: two ways to generate one workload's kernel that an earlier GPU run timed 
 read from the results files that hold them (split against looped reductions, persistent against
 looped rows, a looped tile's bytes in flight). Each is captured at the measured size and
 generated both ways under the H200 target; the model estimates both. A pair counts when the
-measured times differ by more than `TIE` (5%): the model agrees when it orders them the same
-way. `tuned_on` marks the pairs a cost constant was set from; the others check it.
+measured times differ by more than `TIE` (5%); each says whether fuseopt now generates the faster
+shape (`chosen_is_faster`) and how the model orders the two (`model`). `tuned_on` marks the pairs
+a rule or a cost constant was set from; the others check them.
 
 It then estimates every launch the pointwise results file swept within one 1D tile (`sweeps`):
 how well the model ranks launch parameters, which it does not choose.
