@@ -15,7 +15,7 @@ from fuseopt.codegen.cost import Estimate, estimate, registers_of
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import TABLE, LoopedRow, PersistentRow, SplitPartial, Tile1D, Tile2D
-from fuseopt.codegen.tile_shapes import choose_tiling, tiling_of
+from fuseopt.codegen.tile_shapes import choose_tiling, strategy_name, tiling_of
 from fuseopt.codegen.tiling import Tiling
 from fuseopt.io.load import load_text
 from fuseopt.ir.graph import Graph
@@ -215,7 +215,7 @@ def test_every_launch_takes_a_strategy_within_the_tie_of_the_cheapest(
 def test_the_strategy_names_are_the_table_modules() -> None:
     from fuseopt.codegen.options import STRATEGY_NAMES
 
-    table = tuple(a.__module__.rsplit(".", 1)[-1] for a in TABLE)
+    table = tuple(strategy_name(a) for a in TABLE)
     assert table + ("sliding_window", "register_window") == STRATEGY_NAMES
 
 
@@ -252,3 +252,14 @@ def test_a_window_fetches_only_the_loads_it_does_not_carry_or_share() -> None:
     assert issued(unrolled[0]) == 1.0 and issued(sliding[0]) == pytest.approx(1 / 3)
     assert 0 < issued(cells[0]) < issued(sliding[0])
     assert cells[1].fetched_bytes < sliding[1].fetched_bytes < unrolled[1].fetched_bytes
+
+
+def test_a_sliding_window_steps_through_its_rows() -> None:
+    """The cost model's view of a row walk: one memory round trip a row of the band."""
+    from fuseopt.codegen.choice import candidates
+    from fuseopt.codegen.strategies import SlidingWindow
+
+    graph, launch = launches("avgpool_cl_full")[0]
+    o = CodegenOptions()
+    walks = [t for t, _ in candidates(graph, launch, o) if isinstance(t.strategy, SlidingWindow)]
+    assert walks and all(estimate(graph, t, o).steps == t.strategy.rows > 1 for t in walks)

@@ -11,9 +11,8 @@ from rich.table import Table
 from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import options_from, planning_options
+from fuseopt.cli.options import options_from, planning_options, strategy_option
 from fuseopt.cli.output import write_outputs
-from fuseopt.codegen.options import STRATEGY_NAMES
 from fuseopt.errors import EXIT_CHECK_FAILED, InputError, NoGPUError
 from fuseopt.targets import names
 
@@ -63,13 +62,7 @@ from fuseopt.targets import names
     help="Generate the kernels for this GPU (`fuseopt targets`). Default: the GPU bench runs on, "
     "detected (a GPU no target names gets the H200's tuning with its own facts); with --interpret, h200.",
 )
-@click.option(
-    "--strategy",
-    type=click.Choice(STRATEGY_NAMES),
-    default=None,
-    help="Take this kernel strategy wherever it applies, instead of the one the cost model says is "
-    "fastest (time one kernel shape against another).",
-)
+@strategy_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @planning_options
 def bench_cmd(

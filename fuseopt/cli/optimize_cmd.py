@@ -15,9 +15,8 @@ from fuseopt.aot.render import progress
 from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import graph_options, planning_options
+from fuseopt.cli.options import graph_options, planning_options, strategy_option
 from fuseopt.cli.output import write_files
-from fuseopt.codegen.options import STRATEGY_NAMES
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import PIPELINE, Stage, optimize
@@ -78,13 +77,7 @@ def emit_kernels(
     default=None,
     help="Override the target's multiprocessors (132 on an H200): reductions size their grids by them.",
 )
-@click.option(
-    "--strategy",
-    type=click.Choice(STRATEGY_NAMES),
-    default=None,
-    help="Take this kernel strategy wherever it applies, instead of the one the cost model says is "
-    "fastest (to compare kernel shapes: docs/ARCHITECTURE.md, Kernel shapes).",
-)
+@strategy_option
 @click.option(
     "--verify/--no-verify", "check", default=True, show_default=True, help="Check the plan's invariants."
 )

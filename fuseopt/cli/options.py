@@ -11,11 +11,23 @@ from typing import Any, TypeVar
 
 import click
 
+from fuseopt.codegen.options import STRATEGY_NAMES
 from fuseopt.ir.graph import Graph
 from fuseopt.ir.recorded_options import Resolved, resolve_options
 from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, SCORINGS, Options
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def strategy_option(fn: F) -> F:
+    """`--strategy NAME` (`CodegenOptions.strategy`), as `optimize` and `bench` take it."""
+    return click.option(
+        "--strategy",
+        type=click.Choice(STRATEGY_NAMES),
+        default=None,
+        help="Take this kernel strategy wherever it applies, instead of the one the cost model says is "
+        "fastest (to compare kernel shapes: docs/ARCHITECTURE.md, Kernel shapes).",
+    )(fn)
 
 
 def planning_options(fn: F) -> F:

@@ -15,7 +15,15 @@ from fuseopt.codegen.index_width import choose_index_dtype, masked_axes
 from fuseopt.codegen.launch_configs import finish_config, unique_configs
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch
-from fuseopt.codegen.strategies import TABLE, Planned, SlidingWindow, SplitFinish, SplitPartial, Strategy
+from fuseopt.codegen.strategies import (
+    TABLE,
+    Applies,
+    Planned,
+    SlidingWindow,
+    SplitFinish,
+    SplitPartial,
+    Strategy,
+)
 from fuseopt.codegen.strategies.rows import flat_digits, rows
 from fuseopt.codegen.strategies.unrolled import unrollable
 from fuseopt.codegen.tiling import Tiling
@@ -33,7 +41,7 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
     for applies in TABLE:
         planned = applies(graph, launch, options)
         if planned is not None:
-            applicable.append((applies.__module__.rsplit(".", 1)[-1], tiling_of(graph, planned, options)))
+            applicable.append((strategy_name(applies), tiling_of(graph, planned, options)))
     assert applicable, f"no strategy for a {launch.kind} launch"  # looped_row takes every reduction
     if len(applicable) == 1:
         return applicable[0][1]
@@ -47,12 +55,20 @@ def choose_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) 
 
 
 def forced_tiling(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Tiling | None:
-    """The tiling of `options.strategy` where it applies to the launch; None otherwise."""
+    """The tiling of `options.strategy` where it is a strategy of `TABLE` that applies to the
+    launch; None otherwise (none forced, a window, or it does not apply)."""
+    if options.strategy is None:
+        return None
     for applies in TABLE:
-        if applies.__module__.rsplit(".", 1)[-1] == options.strategy:
+        if strategy_name(applies) == options.strategy:
             planned = applies(graph, launch, options)
             return None if planned is None else tiling_of(graph, planned, options)
     return None
+
+
+def strategy_name(applies: Applies) -> str:
+    """A strategy's name (`--strategy`, the kernel header's estimates): its module's."""
+    return applies.__module__.rsplit(".", 1)[-1]
 
 
 def tiling_of(graph: Graph, planned: Planned[Strategy], options: CodegenOptions) -> Tiling:
