@@ -108,6 +108,16 @@ def check_forced(
             check(graph, plan, options)
 
 
+def check_autotuned(graph: Graph, plan: Plan) -> None:
+    """`check` of the module `--autotune` emits, where some kernel has candidates: under the
+    interpreter its `_prune` keeps each kernel's first candidate (`test_choice` checks that it is
+    the launch the module without --autotune fixes)."""
+    tuned = CodegenOptions(autotune=True)
+    src = emit_module(graph, plan, options=tuned)
+    if "@triton.autotune(" in src:
+        compare_with_reference(graph, plan, 0, source=src)
+
+
 def check_split(graph: Graph, plan: Plan) -> None:
     """`check` with SPLIT options, where some reduction kernel of the plan does split."""
     if any(k.kind == "reduction" for k in plan.kernels) and "rsplit" in emit_module(

@@ -74,3 +74,28 @@ def test_a_window_can_be_forced_by_name() -> None:
     for name in ("sliding_window", "register_window"):
         forced = choose(graph, launch, CodegenOptions(strategy=name))[0]
         assert (forced.strategy, forced.config) == (default.strategy, default.config)
+
+
+def test_the_first_autotune_candidate_is_the_fixed_launch() -> None:
+    """Under --autotune, each kernel's first candidate is the launch chosen without it (or, for a
+    cluster launch, its single-program fallback is among them): what the autotuned module's
+    `_prune` runs under the interpreter, and what tuning starts from."""
+    import glob
+
+    from fuseopt.codegen.options import STRATEGY_NAMES
+
+    seen = 0
+    for path in sorted(glob.glob(os.path.join(KERNELS, "*.json"))):
+        stage = planned(path)
+        for launch in build_schedule(stage.graph, stage.plan).launches:
+            if not (isinstance(launch, ComputeLaunch) and launch.stores):
+                continue
+            for name in (None, *STRATEGY_NAMES):
+                fixed = choose(stage.graph, launch, CodegenOptions(strategy=name))[0]
+                auto = choose(stage.graph, launch, CodegenOptions(autotune=True, strategy=name))[0]
+                assert (type(auto.strategy), auto.launch) == (type(fixed.strategy), fixed.launch), path
+                if auto.autotune:
+                    seen += 1
+                    assert auto.autotune[0] == fixed.config, (path, name)
+                    assert fixed.fallback is None or fixed.fallback in auto.autotune
+    assert seen > 50

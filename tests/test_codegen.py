@@ -1032,7 +1032,7 @@ def test_autotune_configs() -> None:
 
 
 def test_autotune_keeps_cluster_configs_to_gpus_that_have_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--autotune on a transposed softmax: the cluster launch is a candidate that `_cluster_prune`
+    """--autotune on a transposed softmax: the cluster launch is a candidate that `_prune`
     drops when autotune tunes on a device without clusters (the CPU, capability 8.0) and keeps
     where it has them (9.0) or where CLUSTERS, set at any time before tuning, says so."""
     from fuseopt.io.load import load_text
@@ -1040,16 +1040,17 @@ def test_autotune_keeps_cluster_configs_to_gpus_that_have_them(monkeypatch: pyte
     text = softmax_rows("transposed", "exp")
     st = optimize(load_text(text, "softmax.yaml"))
     src = emit_module(st.graph, st.plan, autotune=True)
-    assert 'prune_configs_by={"early_config_prune": _cluster_prune}' in src
+    assert 'prune_configs_by={"early_config_prune": _prune}' in src
     assert "if _clusters(device):" not in src
     assert 'triton.Config({"XBLOCK": 32, "R0_BLOCK": 1024}, num_warps=4, num_ctas=2)' in src
     m = load_module(src)
     kernel = next(v for k, v in vars(m).items() if k.startswith("triton_per"))
     assert [c.num_ctas for c in kernel.configs].count(2) == 1
     args = {"x_ptr": torch.zeros(4), "xnumel": 64}
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # tuning on a device: every candidate it has
     for on, kept in ((None, 0), (False, 0), (True, 1)):
         m.CLUSTERS = on
-        pruned = m._cluster_prune(kernel.configs, args)
+        pruned = m._prune(kernel.configs, args)
         assert [c.num_ctas for c in pruned].count(2) == kept
         assert len(pruned) == len(kernel.configs) - 1 + kept
     m.CLUSTERS = None

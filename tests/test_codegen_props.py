@@ -22,6 +22,7 @@ from fuseopt.io.load import load_graph
 from fuseopt.passes.pipeline import optimize
 from tests.strategies import (
     check,
+    check_autotuned,
     check_forced,
     check_online,
     check_split,
@@ -79,6 +80,7 @@ def test_random_graphs_planner_fused(doc: dict[str, object]) -> None:
         check_window(stage.graph, stage.plan)
         check_online(stage.graph, stage.plan)
         check_forced(stage.graph, stage.plan)
+        check_autotuned(stage.graph, stage.plan)
 
     _keep_on_failure("planner-fused", doc, run)
 

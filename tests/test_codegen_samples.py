@@ -17,7 +17,7 @@ import pytest
 from fuseopt.codegen import CodegenOptions, emit_module
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
-from tests.strategies import check, check_window, plan_of, unfused_plan
+from tests.strategies import check, check_autotuned, check_window, plan_of, unfused_plan
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
@@ -127,6 +127,7 @@ def test_sample_planner_fused(name: str) -> None:
     stage = pipeline.optimize(g)
     check(stage.graph, stage.plan)
     check_window(stage.graph, stage.plan)
+    check_autotuned(stage.graph, stage.plan)
 
 
 def test_apbt_fuses_into_one_2d_tiled_kernel() -> None:

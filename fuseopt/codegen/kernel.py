@@ -303,15 +303,14 @@ class KernelEmitter(RegisterWindowEmitter):
                 text = text[: max(room - 3, 10)] + "..."
             out.append(truncate_comment(f"{head}{text}{stored}"))
         if t.autotune:
-            clusters = any(c.num_ctas > 1 for c in t.autotune)
             out.append("@triton.autotune(")
             out.append("    configs=[")
             out.extend(f"        {config_text(c)}," for c in t.autotune)
             out.append("    ],")
             keys = ", ".join(f'"{a.numel_arg}"' for a in launch.axes)
             out.append(f"    key=[{keys}],")
-            if clusters:
-                out.append('    prune_configs_by={"early_config_prune": _cluster_prune},')
+            if len(t.autotune) > 1:  # the wrapper's _prune: the device's candidates
+                out.append('    prune_configs_by={"early_config_prune": _prune},')
             out.append(")")
         return out
 

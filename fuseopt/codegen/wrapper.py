@@ -110,17 +110,26 @@ def _pdl(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device)[0] >= 9
 """
 
+_PRUNE = """\
+def _prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
+    \"\"\"Autotune candidates: under TRITON_INTERPRET=1, which cannot time them, only the first
+    (the launch fuseopt fixes without --autotune).\"\"\"
+    return configs[:1] if os.environ.get("TRITON_INTERPRET", "0") == "1" else configs
+"""
+
 _CLUSTER_PRUNE = """\
-def _cluster_prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
+def _prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> list[triton.Config]:
     \"\"\"Autotune candidates for the launch's device (when it tunes): cluster launches only where
-    the device has them, or CLUSTERS says so.\"\"\"
+    the device has them, or CLUSTERS says so; under TRITON_INTERPRET=1, which cannot time them,
+    only the first left (the launch fuseopt fixes without --autotune).\"\"\"
     device = next(a.device for a in named_args.values() if isinstance(a, torch.Tensor))
-    return [c for c in configs if c.num_ctas == 1 or _clusters(device)]
+    kept = [c for c in configs if c.num_ctas == 1 or _clusters(device)]
+    return kept[:1] if os.environ.get("TRITON_INTERPRET", "0") == "1" else kept
 """
 
 _FIXED_NAMES = frozenset(
     {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
-    | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_cluster_prune"}
+    | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_prune"}
     | {"PDL", "_pdl", "pdl", "_write_results"}
 )
 
@@ -201,7 +210,9 @@ def build_module(
     parts: list[str] = [_docstring(graph, plan, kernels, options)]
     imports = "import torch\nimport triton\nimport triton.language as tl\n"
     interpreted = any(HELPERS[h].interpreted for h in helpers)
-    if interpreted:  # reads TRITON_INTERPRET
+    tuned = any(len(k.tiling.autotune) > 1 for k in kernels)
+    clusters = any(c.num_ctas > 1 for k in kernels for c in k.tiling.configs)
+    if interpreted or tuned:  # reads TRITON_INTERPRET
         imports = "import os\n\n" + imports
     if any("libdevice." in HELPERS[h].source for h in helpers):
         imports += "from triton.language.extra import libdevice\n"
@@ -211,10 +222,10 @@ def build_module(
         "# dtype's largest value), so an element no kernel writes cannot pass a comparison.\n"
         "POISON = False\n"
     )
-    if any(c.num_ctas > 1 for k in kernels for c in k.tiling.configs):
+    if clusters:
         parts.append(_CLUSTERS)
-        if options.autotune:
-            parts.append(_CLUSTER_PRUNE)
+    if tuned:
+        parts.append(_CLUSTER_PRUNE if clusters else _PRUNE)
     if any(isinstance(k.tiling.strategy, SplitPartial | SplitFinish) for k in kernels):
         parts.append(_PDL)
     if interpreted:
