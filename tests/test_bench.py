@@ -35,6 +35,24 @@ def test_bench_without_gpu_exits_3() -> None:
     assert "needs a CUDA GPU" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.parametrize("limit", [["--max-memory", "4KiB"], ["--max-points", "100"]])
+def test_bench_refuses_a_graph_over_its_limits_before_anything_else(limit: list[str], tmp_path: Path) -> None:
+    """Over --max-memory or --max-points: exit 2 at the largest buffer or node of that file, before
+    the GPU is looked for (so also on a machine without one) and before a report is written; the
+    same graph within the limits runs (on the CPU, interpreted)."""
+    small = os.path.join(ROOT, "samples", "layernorm_t.yaml")
+    out = tmp_path / "bench.json"
+    res = CliRunner().invoke(cli, ["bench", small, small, *limit, "--json", str(out)])
+    assert res.exit_code == 2, res.output
+    assert limit[0] in res.output and "layernorm_t.yaml:" in res.output and "Traceback" not in res.output
+    assert not out.exists()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        ok = CliRunner().invoke(
+            cli, ["bench", small, "--interpret", limit[0], "1GiB" if "memory" in limit[0] else "10000000"]
+        )
+        assert ok.exit_code == 0, ok.output
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1", reason="needs a CUDA GPU"
 )

@@ -172,7 +172,7 @@ def bench_graph(
         stage = optimize(graph, options or Options())
         unfused = initial_stage(graph)
         if inputs is None:
-            inputs = make_inputs(graph, seed=seed)
+            inputs = make_inputs(graph, seed=seed, limits=limits)
         expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()}, limits=limits)
         dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
         nbytes = io_bytes(graph)

@@ -10,10 +10,11 @@ from rich.table import Table
 
 from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
+from fuseopt.cli.located import located
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import options_from, planning_options, strategy_option
+from fuseopt.cli.options import limit_options, options_from, planning_options, strategy_option
 from fuseopt.cli.output import write_outputs
-from fuseopt.errors import EXIT_CHECK_FAILED, InputError, NoGPUError
+from fuseopt.errors import EXIT_CHECK_FAILED, FuseoptError, InputError, NoGPUError
 from fuseopt.targets import names
 
 
@@ -64,6 +65,7 @@ from fuseopt.targets import names
 )
 @strategy_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@limit_options
 @planning_options
 def bench_cmd(
     graphs: tuple[str, ...],
@@ -76,6 +78,8 @@ def bench_cmd(
     target: str | None,
     strategy: str | None,
     fmt: str,
+    max_memory: int,
+    max_points: int,
     scoring: str,
     max_fusion_size: int,
     no_loop_order: bool,
@@ -92,13 +96,24 @@ def bench_cmd(
     (as the reference computes), each variant's peak memory is reported, and the slowest kernels
     of fuseopt's module and torch.compile's (--kernels).
 
-    Exit 0 when every variant matched the reference, 1 when one did not, 3 without a GPU (use
-    --interpret to check on the CPU).
+    Exit 0 when every variant matched the reference, 1 when one did not, 2 for bad input or a
+    graph over --max-memory / --max-points (checked before anything is allocated), 3 without a
+    GPU (use --interpret to check on the CPU).
     """
     if source is not None and len(graphs) != 1:
         raise click.UsageError("--source is the program of one graph: give exactly one GRAPH")
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
+    from fuseopt.interp import Limits, check_limits
+    from fuseopt.io.load import load_graph
+
+    loaded = [(path, load_graph(path)) for path in graphs]
+    limits = Limits(max_memory, max_points)
+    for path, g in loaded:  # every graph, before anything is allocated or imported
+        try:
+            check_limits(g, limits)
+        except FuseoptError as err:
+            raise located(err, path) from None
     import torch
 
     if not interpret and not torch.cuda.is_available():
@@ -110,12 +125,10 @@ def bench_cmd(
     from fuseopt.bench.harness import bench_graph, copy_bandwidth_gbps, gpu_timer
     from fuseopt.bench.model import BoundProgram
     from fuseopt.bench.source import describe_source, program_from_source, recorded_source, rendered_program
-    from fuseopt.io.load import load_graph
     from fuseopt.targets import get
 
     opts = options_from(scoring, max_fusion_size, no_loop_order)
     chosen = None if target is None else get(target)
-    loaded = [(path, load_graph(path)) for path in graphs]
     programs: dict[str, tuple[Any, str]] = {}  # graph file -> (its program, FILE.py:FUNCTION)
     if source is not None:
         what = describe_source(source)  # checked, nothing imported yet
@@ -160,6 +173,7 @@ def bench_cmd(
                 kernels_top=kernels_top,
                 target=chosen,
                 strategy=strategy,
+                limits=limits,
             )
             res["baseline"] = "rendered" if source_of is None else "source"
             if source_of is not None:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from fuseopt.codegen.options import STRATEGY_NAMES
+from fuseopt.interp.limits import DEFAULT_LIMITS, parse_size
 from fuseopt.ir.graph import Graph
 from fuseopt.ir.recorded_options import Resolved, resolve_options
 from fuseopt.passes.options import MAX_FUSION_SIZE_LIMIT, SCORINGS, Options
@@ -28,6 +29,40 @@ def strategy_option(fn: F) -> F:
         help="Take this kernel strategy wherever it applies, instead of the one the cost model says is "
         "fastest (to compare kernel shapes: docs/ARCHITECTURE.md, Kernel shapes).",
     )(fn)
+
+
+class SizeParam(click.ParamType):
+    """A size in bytes: `4GiB`, `512MiB`, `1048576` (`fuseopt.interp.limits.parse_size`)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def limit_options(fn: F) -> F:
+    """`--max-memory` and `--max-points` (`fuseopt.interp.Limits`), as `run` and `bench` take them:
+    checked before anything is allocated."""
+    fn = click.option(
+        "--max-points",
+        type=click.IntRange(min=1),
+        default=DEFAULT_LIMITS.max_points,
+        show_default=True,
+        help="Refuse (exit 2) a graph whose loop boxes have more points in all (numel x rnumel, summed over nodes).",
+    )(fn)
+    fn = click.option(
+        "--max-memory",
+        type=SizeParam(),
+        default="4GiB",
+        show_default=True,
+        help="Refuse (exit 2) a graph whose buffer storage, inputs included, is larger (bytes, or KiB/MiB/GiB/TiB).",
+    )(fn)
+    return fn
 
 
 def planning_options(fn: F) -> F:

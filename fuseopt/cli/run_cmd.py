@@ -27,15 +27,13 @@ from rich.table import Table
 
 from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, stdout
+from fuseopt.cli.located import located
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import graph_options, planning_options
-from fuseopt.errors import EXIT_CHECK_FAILED, FuseoptError, InputError
+from fuseopt.cli.options import graph_options, limit_options, planning_options
+from fuseopt.errors import EXIT_CHECK_FAILED, FuseoptError
 from fuseopt.interp import Limits, check_limits, make_inputs, run_graph
-from fuseopt.interp.limits import DEFAULT_MAX_POINTS, parse_size
 from fuseopt.interp.run import logical_view
-from fuseopt.io.files import read_regular_file
-from fuseopt.io.load import MAX_FILE_BYTES, load_graph
-from fuseopt.io.locate import Positions
+from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.options import Options
 from fuseopt.report.escaping import shown
@@ -73,20 +71,6 @@ WHAT_RAN = {
 }
 
 
-class SizeParam(click.ParamType):
-    """A size in bytes: `4GiB`, `512MiB`, `1048576` (`fuseopt.interp.limits.parse_size`)."""
-
-    name = "size"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_size(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
 @cli.command("run", short_help=SUMMARIES["run"])
 @click.argument("graph_file", metavar="GRAPH", type=click.Path(dir_okay=False))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
@@ -105,20 +89,7 @@ class SizeParam(click.ParamType):
     show_default=True,
     help="Who runs it.",
 )
-@click.option(
-    "--max-memory",
-    type=SizeParam(),
-    default="4GiB",
-    show_default=True,
-    help="Refuse (exit 2) a graph whose buffer storage, inputs included, is larger (bytes, or KiB/MiB/GiB/TiB).",
-)
-@click.option(
-    "--max-points",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_POINTS,
-    show_default=True,
-    help="Refuse (exit 2) a graph whose loop boxes have more points in all (numel x rnumel, summed over nodes).",
-)
+@limit_options
 @planning_options
 def run(
     graph_file: str,
@@ -142,14 +113,14 @@ def run(
     resolved = graph_options(graph, scoring, max_fusion_size, no_loop_order)
     checks: list[OutputCheck] | None = None
     try:
-        check_limits(graph, Limits(max_memory=max_memory, max_points=max_points))  # before allocating
+        check_limits(graph, Limits(max_memory, max_points))  # before allocating
         inputs = make_inputs(graph, seed, limits=None)
         storages = BACKENDS[backend](graph, {k: v.clone() for k, v in inputs.items()}, resolved.options)
         if backend in CHECKED:
             expected = run_graph(graph, inputs, limits=None)
             checks = check_outputs(graph, storages, expected)
     except FuseoptError as err:
-        raise _located(err, graph_file) from None
+        raise located(err, graph_file) from None
     # every output the backend returned (a generated module missing one is a check failure)
     outputs = {
         b.name: logical_view(graph, b.name, storages[b.name]) for b in graph.outputs if b.name in storages
@@ -185,24 +156,6 @@ def run(
         )
     if not ok:
         raise SystemExit(EXIT_CHECK_FAILED)
-
-
-def _located(err: FuseoptError, graph_file: str) -> FuseoptError:
-    """The run-time error with the graph file and the line:col of the failing node."""
-    try:
-        text: str | None = read_regular_file(graph_file, MAX_FILE_BYTES).decode("utf-8-sig")
-    except (InputError, UnicodeDecodeError):
-        text = None
-    diags = []
-    positions = Positions(text) if text is not None else None  # one parse for every diagnostic
-    for d in err.diagnostics:
-        d = d.with_location(file=graph_file)
-        pos = positions.at(d.pointer) if positions is not None and d.pointer and d.line is None else None
-        diags.append(d if pos is None else d.with_location(line=pos[0], column=pos[1]))
-    located = type(err).__new__(type(err))
-    located.__dict__.update(err.__dict__)
-    FuseoptError.__init__(located, diags)
-    return located
 
 
 def summarize(name: str, t: torch.Tensor) -> dict[str, Any]:

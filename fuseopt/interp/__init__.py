@@ -2,13 +2,33 @@
 
 `make_inputs(graph, seed)` builds deterministic input storages, `run_graph(graph, inputs)` returns the
 flat storage of every buffer, and `logical_view(graph, name, storage)` shows one as its logical tensor.
+
+The names are imported on first use, not with the package: `fuseopt.interp.limits` (what a run
+may cost) needs no torch, and the command line reads its defaults without importing it.
 """
 
-from fuseopt.interp.errors import InterpError
-from fuseopt.interp.inputs import make_inputs
-from fuseopt.interp.limits import DEFAULT_LIMITS, Limits, check_limits
-from fuseopt.interp.run import DEFAULT_CHUNK_ELEMS, logical_outputs, logical_view, run_graph
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fuseopt.interp.errors import InterpError
+    from fuseopt.interp.inputs import make_inputs
+    from fuseopt.interp.limits import DEFAULT_LIMITS, Limits, check_limits
+    from fuseopt.interp.run import DEFAULT_CHUNK_ELEMS, logical_outputs, logical_view, run_graph
+
+_MODULE_OF = {
+    "DEFAULT_CHUNK_ELEMS": "fuseopt.interp.run",
+    "DEFAULT_LIMITS": "fuseopt.interp.limits",
+    "InterpError": "fuseopt.interp.errors",
+    "Limits": "fuseopt.interp.limits",
+    "check_limits": "fuseopt.interp.limits",
+    "logical_outputs": "fuseopt.interp.run",
+    "logical_view": "fuseopt.interp.run",
+    "make_inputs": "fuseopt.interp.inputs",
+    "run_graph": "fuseopt.interp.run",
+}
 __all__ = [
     "DEFAULT_CHUNK_ELEMS",
     "DEFAULT_LIMITS",
@@ -20,3 +40,12 @@ __all__ = [
     "make_inputs",
     "run_graph",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # found here from now on
+    return value
