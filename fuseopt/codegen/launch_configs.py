@@ -83,10 +83,8 @@ def configs_1d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
     if per_thread:  # else a tile smaller than its threads (a tiny launch): as it is
         xb = per_thread * threads
     default = LaunchConfig((("XBLOCK", xb),), warps)
-    cands = [
-        LaunchConfig((("XBLOCK", min(cap, b)),), _warps(min(cap, b), t.pointwise_points_per_warp, w))
-        for b, w in ((256, 2), (512, 4), (2048, 8))
-    ]
+    widths = [(min(cap, b, t.max_xblock), w) for b, w in ((256, 2), (512, 4), (2048, 8))]
+    cands = [LaunchConfig((("XBLOCK", b),), _warps(b, t.pointwise_points_per_warp, w)) for b, w in widths]
     return default, unique_configs(default, cands)
 
 
@@ -106,7 +104,7 @@ def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
     ycap, xcap = next_power_of_2(launch.axes[0].numel), next_power_of_2(launch.axes[1].numel)
 
     def cfg(yb: int, xb: int) -> LaunchConfig:
-        yb, xb = min(ycap, yb), min(xcap, xb)
+        yb, xb = min(ycap, yb, t.max_yblock), min(xcap, xb, t.max_xblock)
         return LaunchConfig(
             (("YBLOCK", yb), ("XBLOCK", xb)),
             _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps),

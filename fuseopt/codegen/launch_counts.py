@@ -54,8 +54,9 @@ def contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int
 
 def rows_aligned(graph: Graph, launch: ComputeLaunch, vector_bytes: int) -> bool:
     """Whether every global read contiguous along r starts each row of x on a `vector_bytes`
-    boundary (each coefficient of an x digit in its index, in bytes, a multiple of it), so that
-    a row can be read in vectors wherever a chunk of r starts. Non-affine reads are not."""
+    boundary (its constant offset and each coefficient of an x digit in its index, in bytes, a
+    multiple of it: a buffer's storage starts on one), so that a row can be read in vectors
+    wherever a chunk of r starts. Non-affine reads are not."""
     sizes = {a.name: a.numel for a in launch.axes}
     produced = launch.producer()
     for p in launch.placements:
@@ -71,7 +72,10 @@ def rows_aligned(graph: Graph, launch: ComputeLaunch, vector_bytes: int) -> bool
                     return False
                 continue
             item = graph.buffer(ld.buffer).dtype.itemsize
-            for atom, k in linear_form(ld.index).coeffs:
+            f = linear_form(ld.index)
+            if f.const * item % vector_bytes:  # a slice that starts inside a vector: x[:, 1:]
+                return False
+            for atom, k in f.coeffs:
                 if not isinstance(atom, Var):
                     return False
                 x = digits.get(atom.name)

@@ -29,7 +29,10 @@ class Tuning:
     # -- block caps
     max_xblock: int = _doc("largest XBLOCK of any tile")
     max_yblock: int = _doc("largest YBLOCK of any 2D tile")
-    max_r0_block: int = _doc("largest R0_BLOCK of any reduction tile")
+    max_r0_block: int = _doc(
+        "largest R0_BLOCK of any reduction tile, but a looped one widened for bytes in flight "
+        "(looped_max_r0_block)"
+    )
     max_warps: int = _doc("most warps of a reduction program (persistent, looped, split)")
     # -- pointwise tiles
     pointwise_points_per_warp: int = _doc("a 1D pointwise tile: one warp per this many points")

@@ -1,0 +1,165 @@
+"""`codegen.launch_counts`: what a launch reads and writes, counted from the kernel IR. Whether
+rows start aligned (`rows_aligned`, which lets a split reduction cut r into uneven chunks) is
+checked against the launch's points by brute force (every index evaluated where the launch is
+small, a sample of its points where it is not) on the golden kernels, slices of every alignment
+and random graphs."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+from collections.abc import Iterator, Mapping
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from fuseopt.codegen.launch_counts import rows_aligned
+from fuseopt.codegen.options import CodegenOptions
+from fuseopt.codegen.schedule import ComputeLaunch, Placement, build_schedule, digits_of
+from fuseopt.codegen.strategies import SplitPartial, split
+from fuseopt.io.load import load_text
+from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.pipeline import optimize
+from tests.strategies import doc_graph, graph_docs
+from tests.sweeps import examples
+from tests.update_golden import kernel_graphs, planned
+
+VECTOR = CodegenOptions().gpu.max_vector_bytes
+
+
+class _NotAffine(Exception):
+    pass
+
+
+def _eval(e: Expr, env: Mapping[str, int]) -> int:
+    """An integer index at one point: sums, products, floor division and modulo of loop variables."""
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, Const) and type(e.value) is int:
+        return e.value
+    if isinstance(e, Unary) and e.op == "neg":
+        return -_eval(e.x, env)
+    if isinstance(e, Binary) and e.op in _OPS:
+        return _OPS[e.op](_eval(e.a, env), _eval(e.b, env))
+    raise _NotAffine(e)
+
+
+_OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+}
+
+
+def _points(p: Placement, fixed: Mapping[str, int], rnd: random.Random) -> Iterator[dict[str, int]]:
+    """Every point of the node's loops that `fixed` leaves free, or 256 of them (corners first)."""
+    free = [(lv.name, lv.size) for lv in (*p.node.loops, *p.node.reduce) if lv.name not in fixed]
+    total = 1
+    for _, n in free:
+        total *= n
+    if total <= 4096:
+        for values in itertools.product(*(range(n) for _, n in free)):
+            yield {**fixed, **dict(zip((v for v, _ in free), values, strict=True))}
+        return
+    yield {**fixed, **{v: 0 for v, _ in free}}
+    yield {**fixed, **{v: n - 1 for v, n in free}}
+    for _ in range(254):
+        yield {**fixed, **{v: rnd.randrange(n) for v, n in free}}
+
+
+def _reductions(graph: Graph) -> Iterator[ComputeLaunch]:
+    stage = optimize(graph)
+    for launch in build_schedule(stage.graph, stage.plan).launches:
+        if isinstance(launch, ComputeLaunch) and launch.stores and launch.kind != "pointwise":
+            yield launch
+
+
+def check_rows_aligned_is_sound(graph: Graph, launch: ComputeLaunch) -> bool:
+    """Where `rows_aligned` says so, every global read one step along r moves by one element
+    starts each row of x (r at 0) on a vector boundary, and every read is affine. Returns what
+    it said."""
+    if not rows_aligned(graph, launch, VECTOR):
+        return False
+    sizes = {a.name: a.numel for a in launch.axes}
+    produced = launch.producer()
+    rnd = random.Random(0)
+    for p in launch.placements:
+        if p.role not in ("inner", "reduction"):
+            continue
+        digits = digits_of(p, sizes)
+        along_r = [v for v, d in digits.items() if d is not None and d.base == "r0_index"]
+        fastest = [v for v in along_r if digits[v].div == 1 and p.node.var_sizes[v] > 1]  # type: ignore[union-attr]
+        for ld in p.node.reads():
+            if ld.buffer in produced:
+                continue
+            item = graph.buffer(ld.buffer).dtype.itemsize
+            for env in _points(p, dict.fromkeys(along_r, 0), rnd):
+                start = _eval(ld.index, env)  # raises for a read that is not affine
+                unit = any(_eval(ld.index, {**env, v: 1}) - start == 1 for v in fastest)
+                if unit:
+                    assert start * item % VECTOR == 0, (ld.buffer, env, start)
+    return True
+
+
+def _slice(offset: int, stride: int, dtype: str, rows: int = 8, cols: int = 4000) -> Graph:
+    """Row sums of `x[:, offset:offset + cols]` of an [rows, stride] tensor: every row starts at
+    `offset + stride * row` elements."""
+    text = f"""
+format: fuseopt-graph/1
+name: slice_sum
+buffers:
+  x: {{shape: [{rows}, {stride}], dtype: {dtype}, role: input}}
+  out: {{shape: [{rows}], dtype: float32, role: output}}
+nodes:
+  - name: n0
+    loops: [[x0, {rows}]]
+    reduce: [[r0, {cols}]]
+    store: out[x0]
+    value: sum(x[{offset} + {stride}*x0 + r0])
+"""
+    return load_text(text, "slice.yaml")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("offset", range(9))
+@pytest.mark.parametrize("stride", [4096, 4097, 4104])
+def test_a_slices_rows_are_aligned_only_where_every_row_starts_on_a_vector(
+    dtype: str, offset: int, stride: int
+) -> None:
+    """x[:, k:] of a row-major tensor: each row starts at (k + stride * row) elements, aligned iff
+    both are whole vectors; an uneven split (chunks that do not divide r) needs that."""
+    item = {"float32": 4, "float16": 2, "bfloat16": 2}[dtype]
+    graph = _slice(offset, stride, dtype)
+    (launch,) = _reductions(graph)
+    want = offset * item % VECTOR == 0 and stride * item % VECTOR == 0
+    assert rows_aligned(graph, launch, VECTOR) is want
+    assert check_rows_aligned_is_sound(graph, launch) is want
+    o = CodegenOptions(split_programs=64, strategy="split")
+    planned_split = split.applies(graph, launch, o)
+    if planned_split is not None:
+        s = planned_split.strategy
+        assert isinstance(s, SplitPartial)
+        assert want or s.chunk * s.chunks == 4000  # chunks that do not divide r: aligned rows only
+
+
+@pytest.mark.parametrize("path", kernel_graphs(), ids=os.path.basename)
+def test_rows_aligned_on_the_golden_kernels(path: str) -> None:
+    stage = planned(path)
+    said = [check_rows_aligned_is_sound(stage.graph, launch) for launch in _reductions(stage.graph)]
+    assert all(isinstance(s, bool) for s in said)
+
+
+@settings(
+    max_examples=examples(100, quick=10),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(graph_docs())
+def test_rows_aligned_on_random_graphs(doc: dict[str, object]) -> None:
+    for launch in _reductions(doc_graph(doc)):
+        check_rows_aligned_is_sound(doc_graph(doc), launch)
