@@ -8,8 +8,8 @@ at the end. Fused reads are replaced by the producer's value rounded through the
 
 The emitter is layered: `emitter.EmitterCore` (statements, CSE, names, conversions) <-
 `expressions.ExpressionEmitter` (indices, loads, values, stores) <- `reductions.ReductionEmitter`
-<- `cells_emit.RegisterWindowEmitter` <- `KernelEmitter` (the grid, masks, r loop, driver and
-header); a sliding window's row loop is `walking.RowWalk`.
+<- `windows.register_emit.RegisterWindowEmitter` <- `KernelEmitter` (the grid, masks, r loop,
+driver and header); a sliding window's row loop is `windows.sliding_emit.RowWalk`.
 """
 
 from __future__ import annotations
@@ -62,23 +62,16 @@ class KernelEmitter(RegisterWindowEmitter):
             self.walk.prologue()
         elif self.cells:
             self.cells_prologue()
-        elif self.dims == ("y", "x") and self.t.grid_2d:
-            cast = ".to(tl.int64)" if i64 else ""
-            xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
-            yoff = self.emit(f"tl.program_id(1){cast} * YBLOCK", [], self.idt, name="yoffset")
-            self.axis_val["y"] = self.emit(
-                "yoffset + tl.arange(0, YBLOCK)[:, None]", [yoff], self.idt, name="yindex", axes=("y",)
-            )
-            self.axis_val["x"] = self.emit(
-                "xoffset + tl.arange(0, XBLOCK)[None, :]", [xoff], self.idt, name="xindex", axes=("x",)
-            )
         elif self.dims == ("y", "x"):
-            p = self.emit("tl.program_id(0)", [], DType.int32, name="pid")
-            tiles = self.emit("tl.cdiv(xnumel, XBLOCK)", [], DType.int32, name="xtiles")
-            ytile = "(pid // xtiles).to(tl.int64)" if i64 else "(pid // xtiles)"
-            xtile = "(pid % xtiles).to(tl.int64)" if i64 else "(pid % xtiles)"
-            yoff = self.emit(f"{ytile} * YBLOCK", [p, tiles], self.idt, name="yoffset")
-            xoff = self.emit(f"{xtile} * XBLOCK", [p, tiles], self.idt, name="xoffset")
+            cast = ".to(tl.int64)" if i64 else ""
+            if self.t.grid_2d:  # program_id(0) along x, program_id(1) along y
+                xoff = self.emit(f"tl.program_id(0){cast} * XBLOCK", [], self.idt, name="xoffset")
+                yoff = self.emit(f"tl.program_id(1){cast} * YBLOCK", [], self.idt, name="yoffset")
+            else:  # one flat program id: x tiles fastest
+                p = self.emit("tl.program_id(0)", [], DType.int32, name="pid")
+                tiles = self.emit("tl.cdiv(xnumel, XBLOCK)", [], DType.int32, name="xtiles")
+                yoff = self.emit(f"(pid // xtiles){cast} * YBLOCK", [p, tiles], self.idt, name="yoffset")
+                xoff = self.emit(f"(pid % xtiles){cast} * XBLOCK", [p, tiles], self.idt, name="xoffset")
             self.axis_val["y"] = self.emit(
                 "yoffset + tl.arange(0, YBLOCK)[:, None]", [yoff], self.idt, name="yindex", axes=("y",)
             )
