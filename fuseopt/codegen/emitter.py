@@ -135,7 +135,8 @@ def workspace_names(graph: Graph, launch: ComputeLaunch) -> dict[str, str]:
 
 
 class EmitterCore:
-    """Emits one kernel; `emit()` returns its source and call signature.
+    """The statements of one kernel (`emit`, `effect`, `define`), its names, literals and
+    conversions; `kernel.KernelEmitter` returns the kernel's source and call signature.
 
     A split reduction is two kernels: part "partial" runs the r loop over one chunk of r per
     program_id(1) (the loop's pointwise nodes store their outputs as usual) and stores each

@@ -1,10 +1,5 @@
-"""One compute launch -> the source of one `@triton.jit` kernel.
-
-Every value is a named temporary (`tmpN`, counters, never hashes) CSE'd by its right-hand side;
-a statement lives in the outermost scope where its operands exist (loads that vary only along x
-are hoisted out of a looped reduction's r loop), and statements that feed no store are dropped
-at the end. Fused reads are replaced by the producer's value rounded through the buffer's dtype
-(what a store and a reload would give); arithmetic runs in float32 for float16/bfloat16.
+"""One compute launch -> the source of one `@triton.jit` kernel (values, CSE and scopes: see
+`emitter`).
 
 The emitter is layered: `emitter.EmitterCore` (statements, CSE, names, conversions) <-
 `expressions.ExpressionEmitter` (indices, loads, values, stores) <- `reductions.ReductionEmitter`
@@ -43,12 +38,8 @@ from fuseopt.ir.graph import Graph
 
 
 class KernelEmitter(RegisterWindowEmitter):
-    """Emits one kernel; `emit()` returns its source and call signature.
-
-    A split reduction is two kernels: part "partial" runs the r loop over one chunk of r per
-    program_id(1) (the loop's pointwise nodes store their outputs as usual) and stores each
-    reduction's partial result; part "finish" combines the chunks' partials with the same
-    reduction and runs the stores and epilogue that follow the loop."""
+    """Emits one kernel (`emit_kernel`): the grid, masks, r loops and the driver over the layers
+    below it (see `EmitterCore` for a split reduction's two kernels)."""
 
     def __init__(self, graph: Graph, tiling: Tiling, name: str, carry: Mapping[Key, Key] | None = None):
         super().__init__(graph, tiling, name)
