@@ -11,11 +11,12 @@ at the end. Fused reads are replaced by the producer's value rounded through the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from fuseopt.codegen.common import INT32_MAX, TL_DTYPE, wrap_int
+from fuseopt.codegen.common import INT32_MAX, INT_RANGE, TL_DTYPE, wrap_int
 from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.rules import KERNEL_NAME_OF
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, frame_of
@@ -71,6 +72,23 @@ def _fmt_float(v: float) -> str:
     if v in (float("inf"), float("-inf")):
         return 'float("inf")' if v > 0 else 'float("-inf")'
     return repr(float(v))
+
+
+def literal_as(value: Literal, dtype: DType) -> Literal | None:
+    """A literal as a value of `dtype`, as torch converts a scalar: a float exactly; nonzero to
+    bool; an integer wrapped into an integer dtype (weak literals); a float truncated toward zero
+    into an integer dtype that holds it. None where that conversion is not defined (a non-finite
+    float, or one out of the dtype's range: torch's result differs by device), for the kernel to
+    convert at run time as its device does."""
+    if dtype.is_float:
+        return float(value)
+    if dtype == DType.bool:
+        return int(value != 0)
+    if isinstance(value, float):
+        lo, hi = INT_RANGE[dtype]
+        if not math.isfinite(value) or not lo <= int(value) <= hi:
+            return None
+    return wrap_int(int(value), dtype)
 
 
 def literal_text(value: Literal, dtype: DType) -> str:
@@ -259,15 +277,19 @@ class EmitterCore:
             return v
         dt = dtype or v.dtype
         assert v.const is not None
-        return self.emit(f"tl.full({self.shape(())}, {literal_text(v.const, dt)}, {TL_DTYPE[dt]})", [], dt)
+        value = literal_as(v.const, dt)
+        if value is None:  # a conversion torch leaves to the device: the kernel's, at run time
+            own = self.materialize(v)
+            return self.emit(f"{own.text}.to({TL_DTYPE[dt]})", [own], dt)
+        return self.emit(f"tl.full({self.shape(())}, {literal_text(value, dt)}, {TL_DTYPE[dt]})", [], dt)
 
     def coerce(self, v: Val, dtype: DType) -> Val:
         """`v` as a Triton value of `dtype` (a literal stays a weak Python literal where Triton's
         own promotion gives exactly `dtype`)."""
         if v.literal:
             assert v.const is not None
-            if dtype in (DType.float32, DType.int32, DType.int64):
-                value: Literal = float(v.const) if dtype.is_float else wrap_int(int(v.const), dtype)
+            value = literal_as(v.const, dtype)
+            if value is not None and dtype in (DType.float32, DType.int32, DType.int64):
                 return Val(literal_text(value, dtype), dtype, const=value)
             return self.materialize(v, dtype)
         if v.dtype == dtype:
