@@ -26,23 +26,27 @@ BINARY = ("+", "-", "*", "/", "//", "%", "<", "==", "&", "maximum", "minimum", "
 N = 6  # points of the pointwise loop and of the reduction
 
 
+LOADS = {
+    "x": "float32",
+    "k": "int32",
+    "h": "float16",
+    "b": "bfloat16",
+    "c": "int8",
+    "u": "uint8",
+    "z": "bool",
+}
+REDUCTIONS = ("sum", "prod", "max", "min", "argmax", "argmin", "any")
+DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool")
+
+
 @st.composite
 def expressions(draw: st.DrawFn, var: str, depth: int = 0) -> str:
     """An expression of literals, `var`, `index(...)` of literals and `var`, and loads."""
     leaf = depth >= 3 or draw(st.integers(0, 3)) == 0
     if leaf:
+        loads = [f"{name}[{var}]" for name in LOADS]
         return draw(
-            st.sampled_from(
-                [
-                    *LITERALS,
-                    var,
-                    f"x[{var}]",
-                    f"k[{var}]",
-                    f"index({var} * 2 + 1)",
-                    "index(3 * 2)",
-                    "index(0 * 0)",
-                ]
-            )
+            st.sampled_from([*LITERALS, var, *loads, f"index({var} * 2 + 1)", "index(3 * 2)", "index(0 * 0)"])
         )
     kind = draw(st.sampled_from(("unary", "binary", "binary", "where", "masked", "cast")))
     a = draw(expressions(var, depth + 1))
@@ -57,18 +61,31 @@ def expressions(draw: st.DrawFn, var: str, depth: int = 0) -> str:
         return f"where(({a}) > ({b}), {a}, {draw(expressions(var, depth + 1))})"
     if kind == "masked":
         cond = draw(st.sampled_from((f"{var} < 3", "1 < 3", "3 < 1", f"({a}) > 0")))
-        return f"masked({cond}, {a}, {draw(st.sampled_from(('0', '0.0', '-1', 'inf')))})"
-    return f"cast({a}, {draw(st.sampled_from(('float32', 'float16', 'int32', 'int64', 'bool', 'bfloat16')))})"
+        return f"masked({cond}, {a}, {draw(st.sampled_from(('0', '0.0', '-1', 'inf', '0.5')))})"
+    return f"cast({a}, {draw(st.sampled_from(DTYPES))})"
 
 
-def _graph(value: str, reduce: bool) -> str:
-    loops = f"loops: [[i0, {N}]], reduce: [[r0, {N}]]" if reduce else f"loops: [[i0, {N}]]"
-    body = f"sum(cast({value}, float32))" if reduce else f"cast({value}, float32)"
+def _result(op: str | None, dtype: str) -> str:
+    """The dtype of `op(cast(e, dtype))` (None: the pointwise `cast(e, dtype)`), as torch types it."""
+    if op in ("argmax", "argmin"):
+        return "int64"
+    if op == "any":
+        return "bool"
+    if op in ("sum", "prod") and not dtype.startswith(("float", "bfloat")):
+        return "int64"
+    return dtype
+
+
+def _graph(value: str, op: str | None, dtype: str = "float32") -> str:
+    """A node storing `op(cast(value, dtype))` over N points of r0 (`cast(value, dtype)` at each
+    of N points where `op` is None) into `out`, beside inputs of every dtype."""
+    loops = f"loops: [[i0, {N}]], reduce: [[r0, {N}]]" if op else f"loops: [[i0, {N}]]"
+    body = f"{op}(cast({value}, {dtype}))" if op else f"cast({value}, {dtype})"
+    inputs = "".join(f"  {name}: {{shape: [{N}], dtype: {dt}, role: input}}\n" for name, dt in LOADS.items())
     return (
         "format: fuseopt-graph/1\nname: literals\nbuffers:\n"
-        f"  x: {{shape: [{N}], dtype: float32, role: input}}\n"
-        f"  k: {{shape: [{N}], dtype: int32, role: input}}\n"
-        f"  out: {{shape: [{N}], dtype: float32, role: output}}\n"
+        + inputs
+        + f"  out: {{shape: [{N}], dtype: {_result(op, dtype)}, role: output}}\n"
         f"nodes:\n  - {{name: n0, {loops}, store: 'out[i0]', value: '{body}'}}\n"
     )
 
@@ -81,10 +98,10 @@ def _graph(value: str, reduce: bool) -> str:
 )
 @given(st.data())
 def test_literal_expressions_match_the_reference(data: st.DataObject) -> None:
-    reduce = data.draw(st.booleans())
-    value = data.draw(expressions("r0" if reduce else "i0"))
+    op = data.draw(st.sampled_from((None, None, *REDUCTIONS)))
+    value = data.draw(expressions("r0" if op else "i0"))
     try:
-        graph = load_text(_graph(value, reduce), "literals.yaml")
+        graph = load_text(_graph(value, op, data.draw(st.sampled_from(DTYPES))), "literals.yaml")
     except InputError:  # a type error torch would raise too (`-true`, `x // 0`, ...)
         reject()
     plan = unfused_plan(graph)
@@ -92,7 +109,7 @@ def test_literal_expressions_match_the_reference(data: st.DataObject) -> None:
         check(graph, plan)
     except InterpError:  # the reference refuses the point (`0 // abs(0)`: torch raises too)
         reject()
-    if reduce:  # the reduction unrolled into a pointwise tile, held whole, and looped
+    if op:  # the reduction unrolled into a pointwise tile, held whole, and looped
         for name in ("unrolled", "persistent_row", "looped_row"):
             check(graph, plan, CodegenOptions(strategy=name))
 
@@ -111,5 +128,5 @@ def test_literal_expressions_match_the_reference(data: st.DataObject) -> None:
 )
 def test_a_float_fill_of_an_integer_or_bool_value(value: str) -> None:
     """masked(c, e, other) keeps e's dtype: a float `other` is converted as torch converts it."""
-    graph = load_text(_graph(value, False), "fill.yaml")
+    graph = load_text(_graph(value, None), "fill.yaml")
     check(graph, unfused_plan(graph))
