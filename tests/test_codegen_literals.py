@@ -61,7 +61,8 @@ def expressions(draw: st.DrawFn, var: str, depth: int = 0) -> str:
         return f"where(({a}) > ({b}), {a}, {draw(expressions(var, depth + 1))})"
     if kind == "masked":
         cond = draw(st.sampled_from((f"{var} < 3", "1 < 3", "3 < 1", f"({a}) > 0")))
-        return f"masked({cond}, {a}, {draw(st.sampled_from(('0', '0.0', '-1', 'inf', '0.5')))})"
+        fill = draw(st.sampled_from(('0', '0.0', '-1', 'inf', '0.5', '0.1', '1e10', 'nan')))
+        return f"masked({cond}, {a}, {fill})"
     return f"cast({a}, {draw(st.sampled_from(DTYPES))})"
 
 
@@ -129,4 +130,17 @@ def test_literal_expressions_match_the_reference(data: st.DataObject) -> None:
 def test_a_float_fill_of_an_integer_or_bool_value(value: str) -> None:
     """masked(c, e, other) keeps e's dtype: a float `other` is converted as torch converts it."""
     graph = load_text(_graph(value, None), "fill.yaml")
+    check(graph, unfused_plan(graph))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "where(u[i0] > masked(i0 < 3, 0, -1), u[i0], 0)",  # -1 is 255 as uint8: never greater
+        "c[i0] < masked(i0 < 3, 200, -1)",  # 200 is -56 as int8
+    ],
+)
+def test_a_masked_literal_is_weak_like_its_body(value: str) -> None:
+    """masked(c, literal, literal) takes the other operand's dtype, as a literal does."""
+    graph = load_text(_graph(value, None, "int64"), "weak.yaml")
     check(graph, unfused_plan(graph))

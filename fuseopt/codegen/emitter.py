@@ -364,6 +364,8 @@ def is_weak(e: Expr) -> bool:
         return BINARY_RESULT.get(e.op) == "promote" and is_weak(e.a) and is_weak(e.b)
     if isinstance(e, Where):
         return is_weak(e.a) and is_weak(e.b)
+    if isinstance(e, Masked):
+        return is_weak(e.body)  # masked() keeps its body's dtype
     return False
 
 
