@@ -61,7 +61,7 @@ def expressions(draw: st.DrawFn, var: str, depth: int = 0) -> str:
         return f"where(({a}) > ({b}), {a}, {draw(expressions(var, depth + 1))})"
     if kind == "masked":
         cond = draw(st.sampled_from((f"{var} < 3", "1 < 3", "3 < 1", f"({a}) > 0")))
-        fill = draw(st.sampled_from(('0', '0.0', '-1', 'inf', '0.5', '0.1', '1e10', 'nan')))
+        fill = draw(st.sampled_from(("0", "0.0", "-1", "inf", "0.5", "0.1", "1e10", "nan")))
         return f"masked({cond}, {a}, {fill})"
     return f"cast({a}, {draw(st.sampled_from(DTYPES))})"
 
