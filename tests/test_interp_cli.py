@@ -264,3 +264,38 @@ def test_planning_does_not_allocate_per_element() -> None:
     assert len(stage.plan.kernels) == 1 and time.perf_counter() - t0 < 20
     with pytest.raises(InputError, match="needs 12.0 TiB"):
         check_limits(g)
+
+
+def test_a_load_outside_its_buffer_where_its_mask_holds_is_an_input_error_before_generated_code_runs(
+    tmp_path: Path,
+) -> None:
+    """Validation leaves a masked load whose bound is loose to run time. `run --backend triton`
+    runs the reference first, so such a graph is a located input error (exit 2), never generated
+    code reading outside the buffer (the interpreter's process crashed with a segfault)."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "oob.yaml"
+    path.write_text(
+        "format: fuseopt-graph/1\nname: oob\nbuffers:\n"
+        "  x: {shape: [8], dtype: float32, role: input}\n"
+        "  out: {shape: [8], dtype: float32, role: output}\n"
+        "nodes:\n"
+        "  - {name: n0, loops: [[i0, 8]], store: 'out[i0]', "
+        "value: 'masked(i0 < 4, x[i0 + 4294967296 * (i0 // 2)], 0.0)'}\n",
+        encoding="utf-8",
+    )
+    _register()
+    assert CliRunner().invoke(cli, ["validate", str(path)]).exit_code == 0  # checked at run time
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    res = subprocess.run(
+        [sys.executable, "-m", "fuseopt", "run", str(path), "--backend", "triton"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert "oob.yaml:" in res.stderr and "outside its storage" in res.stderr
+    assert "Traceback" not in res.stderr

@@ -115,9 +115,16 @@ def run(
     try:
         check_limits(graph, Limits(max_memory, max_points))  # before allocating
         inputs = make_inputs(graph, seed, limits=None)
+        # The reference first: what it refuses at run time (a masked load outside its buffer
+        # where its mask holds, an integer division by zero) is an input error, located, before
+        # generated code runs into it (out of bounds on a device, or in the interpreter's memory).
+        expected = (
+            run_graph(graph, {k: v.clone() for k, v in inputs.items()}, limits=None)
+            if backend in CHECKED
+            else None
+        )
         storages = BACKENDS[backend](graph, {k: v.clone() for k, v in inputs.items()}, resolved.options)
-        if backend in CHECKED:
-            expected = run_graph(graph, inputs, limits=None)
+        if expected is not None:
             checks = check_outputs(graph, storages, expected)
     except FuseoptError as err:
         raise located(err, graph_file) from None
