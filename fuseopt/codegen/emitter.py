@@ -279,6 +279,7 @@ class EmitterCore:
         assert v.const is not None
         value = literal_as(v.const, dt)
         if value is None:  # a conversion torch leaves to the device: the kernel's, at run time
+            assert v.dtype != dt, (v, dt)  # a literal holds a value of its own dtype
             own = self.materialize(v)
             return self.emit(f"{own.text}.to({TL_DTYPE[dt]})", [own], dt)
         return self.emit(f"tl.full({self.shape(())}, {literal_text(value, dt)}, {TL_DTYPE[dt]})", [], dt)
