@@ -21,10 +21,10 @@ def _doc(text: str) -> Any:
 @dataclass(frozen=True)
 class Tuning:
     """The tuned constants of code generation (read by `fuseopt/codegen/strategies/`,
-    `launch_configs.py`, `windows/` and `cost.py`). Sizes are in points (elements of the tile) unless they say bytes; a
-    `*_per_warp` constant gives one warp per that many points of a program's tile. A `*_ratio`
-    N means "at least 1/N". `CodegenOptions` can override some (tests shrink the blocks so that
-    tiny shapes take every path)."""
+    `launch_configs.py`, `windows/` and `cost.py`). Sizes are in points (elements of the tile)
+    unless they say bytes; a `*_per_warp` constant gives one warp per that many points of a
+    program's tile. A `*_ratio` N means "at least 1/N". `CodegenOptions` can override some
+    (tests shrink the blocks so that tiny shapes take every path)."""
 
     # -- block caps
     max_xblock: int = _doc("largest XBLOCK of any tile")
