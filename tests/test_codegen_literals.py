@@ -21,8 +21,11 @@ from tests.sweeps import examples
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
 LITERALS = ("0", "1", "2", "-3", "7", "0.5", "-1.25", "true", "false", "inf", "nan")
-UNARY = ("abs", "exp", "sqrt", "floor", "sign", "sigmoid", "tanh", "isnan", "reciprocal", "-")
-BINARY = ("+", "-", "*", "/", "//", "%", "<", "==", "&", "maximum", "minimum", "min", "max", "atan2")
+# Correctly rounded operations only: the reference (torch) and the interpreter (numpy) then agree
+# to the bit, which comparisons, `floor` and casts to integers need. A function a libm rounds its
+# own way (exp: 1 ulp apart at 1.8e6) would turn into a different integer after `cast(..., int8)`.
+UNARY = ("abs", "sqrt", "floor", "sign", "isnan", "reciprocal", "-")
+BINARY = ("+", "-", "*", "/", "//", "%", "<", "==", "&", "maximum", "minimum", "min", "max")
 N = 6  # points of the pointwise loop and of the reduction
 
 
