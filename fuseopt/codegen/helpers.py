@@ -321,14 +321,18 @@ def _tanh(x):
 @triton.jit
 def _pow(a, b):
     # In float64 so that exp2(b * log2|a|) keeps float32 accuracy; the sign for a < 0 and the
-    # special cases follow torch.pow.
+    # special cases follow torch.pow (C's pow): a negative base to a non-integer power is NaN
+    # but -inf's is +inf or +0, -1 to an infinite power is 1, and -0.0 keeps its sign.
     af = a.to(tl.float64)
     bf = b.to(tl.float64)
     r = tl.exp2(bf * tl.log2(tl.abs(af)))
     b_int = tl.floor(bf) == bf
     b_odd = b_int & (tl.abs(bf % 2.0) == 1.0)
-    r = tl.where(af < 0, tl.where(b_int, tl.where(b_odd, -r, r), float("nan")), r)
-    r = tl.where((bf == 0) | (af == 1), 1.0, r)
+    neg = (af < 0) | ((af == 0) & (1.0 / af < 0))  # -0.0 too: pow(-0.0, -1) is -inf
+    r = tl.where(neg & b_odd, -r, r)
+    r = tl.where((af < 0) & ~b_int & (af != float("-inf")), float("nan"), r)
+    one = (bf == 0) | (af == 1) | ((af == -1) & (tl.abs(bf) == float("inf")))
+    r = tl.where(one, 1.0, r)
     return r.to(a.dtype)
 """
     ),
@@ -378,11 +382,18 @@ def _atan(x):
         """\
 @triton.jit
 def _atan2(y, x):
-    a = _atan(y / x)
-    r = tl.where(x > 0, a, tl.where(y >= 0, a + 3.141592653589793, a - 3.141592653589793))
-    on_axis = tl.where(y > 0, 1.5707963267948966, tl.where(y < 0, -1.5707963267948966, 0.0))
-    r = tl.where(x == 0, on_axis, r)
-    return tl.where(y != y, y, r)
+    # C's atan2 (torch's): the angle of (|x|, |y|), reflected by the signs of x and y, signed
+    # zeros included (atan2(-0.0, -1) is -pi); both infinite: an odd multiple of pi/4.
+    ay = tl.abs(y)
+    ax = tl.abs(x)
+    t = _atan(ay / ax)
+    t = tl.where((ay == ax) & (ay == float("inf")), 0.7853981633974483, t)
+    t = tl.where(ax == 0, tl.where(ay == 0, 0.0, 1.5707963267948966), t)
+    x_neg = (x < 0) | ((x == 0) & (1.0 / x < 0))
+    y_neg = (y < 0) | ((y == 0) & (1.0 / y < 0))
+    t = tl.where(x_neg, 3.141592653589793 - t, t)
+    r = tl.where(y_neg, -t, t)
+    return tl.where((x != x) | (y != y), x + y, r)
 """,
         ("_atan",),
     ),
