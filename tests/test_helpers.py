@@ -99,3 +99,41 @@ def test_binary_helpers_on_special_values_are_torchs(op: str, dtype: str) -> Non
         huge = (a / b).abs() > 1e20  # past the float range into NaN (its scalar path is exact)
         got, want = got[~huge], want[~huge]
     torch.testing.assert_close(got, want, equal_nan=True, rtol=2e-6, atol=0, msg=lambda m: f"{op}: {m}")
+
+
+UNARY_SPECIAL = (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5, -2.5, 1e-30, -1e-30, 1e-7, 30.0, -30.0, 88.0, -88.0)
+UNARY_SPECIAL += (1e30, -1e30, float("inf"), float("-inf"), float("nan"), 0.49999997, 1.5, -1.5, 2.5000002)
+UNARY = (
+    "exp exp2 log log2 log1p expm1 sqrt rsqrt abs sin cos tan tanh sigmoid relu erf floor ceil round trunc"
+)
+UNARY += " sign reciprocal"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_unary_functions_on_special_values_are_torchs(dtype: str) -> None:
+    """Every function of the format on signed zeros, halves (round), tiny, huge, infinite and NaN
+    operands, and the edges of exp's range: what torch computes (half precision in float32, then
+    rounded), within a few ulp."""
+    import torch
+
+    from fuseopt.runtime.module import load_module, run_module
+
+    n = len(UNARY_SPECIAL)
+    dt = getattr(torch, dtype)
+    x = torch.tensor(UNARY_SPECIAL, dtype=torch.float64).to(dt)
+    tol = {"float32": 2e-6, "float64": 1e-12, "float16": 1e-3, "bfloat16": 8e-3}[dtype]
+    for fn in UNARY.split():
+        graph = load_text(
+            "format: fuseopt-graph/1\nname: special\nbuffers:\n"
+            f"  x: {{shape: [{n}], dtype: {dtype}, role: input}}\n"
+            f"  y: {{shape: [{n}], dtype: {dtype}, role: output}}\n"
+            f'nodes:\n  - {{name: n, loops: [[i, {n}]], store: "y[i]", value: "{fn}(x[i])"}}\n',
+            "special.yaml",
+        )
+        st = optimize(graph)
+        got = run_module(load_module(emit_module(st.graph, st.plan)), {"x": x.clone()})["y"]
+        wide = x.float() if dtype in ("float16", "bfloat16") else x
+        want = getattr(torch, fn)(wide).to(dt)
+        torch.testing.assert_close(
+            got, want, equal_nan=True, rtol=tol, atol=1e-37, msg=lambda m, f=fn: f"{f}: {m}"
+        )
