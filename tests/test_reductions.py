@@ -1,0 +1,88 @@
+"""`codegen.reductions`: every reduction of the format on rows of special values (NaN, signed
+zeros and infinities, huge values, ties) under every strategy that reduces a row (the one chosen,
+persistent, looped, split and unrolled), against torch: NaN propagates through max and min,
+argmax and argmin take the first of equal values and count NaN as the largest, sums overflow
+alike."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+import torch
+
+from fuseopt.codegen import emit_module
+from fuseopt.codegen.options import CodegenOptions
+from fuseopt.io.load import load_text
+from fuseopt.passes.pipeline import optimize
+from fuseopt.runtime.module import load_module, run_module
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
+
+# Where the generated modules run: the GPU, or the CPU under TRITON_INTERPRET=1 (tests/conftest.py).
+DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
+VALUES = (0.0, -0.0, 1.0, -1.0, 2.5, float("inf"), float("-inf"), float("nan"), 1e30, -1e30, 3.0, 3.0)
+ROWS, POINTS = 16, 24
+TORCH = {
+    "sum": lambda t: t.sum(1),
+    "prod": lambda t: t.prod(1),
+    "max": lambda t: t.max(1).values,
+    "min": lambda t: t.min(1).values,
+    "argmax": lambda t: t.argmax(1),
+    "argmin": lambda t: t.argmin(1),
+    "any": lambda t: t.any(1),
+}
+# Split and looped tiles of a few points, so that 24-point rows take several chunks and steps.
+SMALL_TILES = {"split_programs": 1 << 20, "split_min_r_blocks": 1, "max_r0_block": 8, "persistent_rnumel": 1}
+STRATEGIES = {
+    "chosen": CodegenOptions(),
+    "persistent_row": CodegenOptions(strategy="persistent_row"),
+    "looped_row": CodegenOptions(strategy="looped_row", **SMALL_TILES),  # type: ignore[arg-type]
+    "split": CodegenOptions(strategy="split", **SMALL_TILES),  # type: ignore[arg-type]
+    "unrolled": CodegenOptions(strategy="unrolled", unroll_rnumel=POINTS),
+}
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 2e-2}
+
+
+def _rows() -> torch.Tensor:
+    rnd = random.Random(0)
+    rows = [[rnd.choice(VALUES) for _ in range(POINTS)] for _ in range(ROWS)]
+    rows[0], rows[1] = [float("nan")] * POINTS, [3.0] * POINTS  # all NaN; all tied
+    rows[2], rows[3] = [float("-inf")] * POINTS, [-0.0] * POINTS
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("op", list(TORCH))
+def test_reductions_of_special_values_are_torchs(op: str, dtype: str) -> None:
+    dt = getattr(torch, dtype)
+    x = _rows().to(dt)
+    out = {"argmax": "int64", "argmin": "int64", "any": "bool"}.get(op, dtype)
+    graph = load_text(
+        "format: fuseopt-graph/1\nname: rows\nbuffers:\n"
+        f"  x: {{shape: [{ROWS}, {POINTS}], dtype: {dtype}, role: input}}\n"
+        f"  y: {{shape: [{ROWS}], dtype: {out}, role: output}}\n"
+        f"nodes:\n  - {{name: n, loops: [[i, {ROWS}]], reduce: [[r, {POINTS}]], store: 'y[i]', "
+        f"value: '{op}(x[{POINTS}*i + r])'}}\n",
+        "rows.yaml",
+    )
+    stage = optimize(graph)
+    want = TORCH[op](x.float() if dtype in ("float16", "bfloat16") else x)  # half: in float32
+    if out == dtype:
+        want = want.to(dt)
+    kernels = set()
+    for name, options in STRATEGIES.items():
+        source = emit_module(stage.graph, stage.plan, options=options)
+        kernels.add(source[source.index("# plan kernel") :].split("\n", 1)[0])
+        got = run_module(load_module(source), {"x": x.reshape(-1).to(DEVICE)})["y"].cpu()
+        if out == dtype:
+            rtol = TOLERANCE[dtype]
+            torch.testing.assert_close(
+                got, want, equal_nan=True, rtol=rtol, atol=1e-30, msg=lambda m, n=name: f"{n}: {m}"
+            )
+        else:
+            assert torch.equal(got, want), (name, got, want)
+    # persistent, looped, split and unrolled kernels; argmax/argmin neither split nor unroll
+    # (their pair of value and index has no partial result or per-point form)
+    assert len(kernels) == (2 if op.startswith("arg") else 4), kernels
