@@ -60,7 +60,7 @@ def check_config(
 def check_planned(graph: Graph, planned_: Planned[object], o: CodegenOptions) -> None:
     launch, s = planned_.launch, planned_.strategy
     persistent = isinstance(s, PersistentRow)
-    assert planned_.candidates[0] == planned_.config or planned_.fallback is not None
+    assert planned_.candidates[0] == planned_.config  # the default first
     assert len(set(planned_.candidates)) == len(planned_.candidates)
     assert planned_.config in planned_.candidates
     for c in (*planned_.candidates, *([planned_.fallback] if planned_.fallback else [])):
