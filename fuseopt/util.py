@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import importlib
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
@@ -28,3 +31,18 @@ def gc_paused() -> Iterator[None]:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+def lazy_exports(package: str, module_of: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package's `__getattr__` that imports each exported name from its module (`module_of`)
+    on first use, not with the package, and keeps it in the package from then on."""
+
+    def __getattr__(name: str) -> Any:
+        module = module_of.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(sys.modules[package], name, value)  # found there from now on
+        return value
+
+    return __getattr__

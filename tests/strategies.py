@@ -126,6 +126,11 @@ def check_split(graph: Graph, plan: Plan) -> None:
         check(graph, plan, SPLIT)
 
 
+# Where generated modules run, as `compare_with_reference` runs them: the GPU where there is one,
+# else the CPU (TRITON_INTERPRET=1, tests/conftest.py).
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def check(
     graph: Graph,
     plan: Plan,

@@ -4,7 +4,6 @@ under TRITON_INTERPRET=1). The GPU branch is checked by tests/test_codegen_gpu.p
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -13,6 +12,7 @@ from fuseopt.codegen import emit_module
 from fuseopt.codegen.helpers import HELPERS
 from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
+from tests.strategies import DEVICE
 
 GRAPH = """
 format: fuseopt-graph/1
@@ -56,8 +56,6 @@ def test_every_helper_that_calls_libdevice_is_interpreted() -> None:
             assert re.search(r"if _INTERPRETED:", helper.source), name
 
 
-# Where the generated modules run: the GPU, or the CPU under TRITON_INTERPRET=1 (tests/conftest.py).
-DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 SPECIAL = (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 2.5, -2.5, 3.0, -3.0, 1e-30, 1e30)
 SPECIAL += (float("inf"), float("-inf"), float("nan"))
 

@@ -6,7 +6,6 @@ alike."""
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
@@ -17,11 +16,10 @@ from fuseopt.codegen.options import CodegenOptions
 from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime.module import load_module, run_module
+from tests.strategies import DEVICE
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy, on NaN/inf lanes
 
-# Where the generated modules run: the GPU, or the CPU under TRITON_INTERPRET=1 (tests/conftest.py).
-DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 VALUES = (0.0, -0.0, 1.0, -1.0, 2.5, float("inf"), float("-inf"), float("nan"), 1e30, -1e30, 3.0, 3.0)
 ROWS, POINTS = 16, 24
 TORCH = {

@@ -10,8 +10,9 @@ runs this file first.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fuseopt.util import lazy_exports
 
 if TYPE_CHECKING:
     from fuseopt.codegen.common import CodegenError
@@ -29,11 +30,4 @@ _MODULE_OF = {
     "write_module": "fuseopt.codegen.triton",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # found here from now on
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)

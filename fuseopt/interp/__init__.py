@@ -9,8 +9,9 @@ may cost) needs no torch, and the command line reads its defaults without import
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fuseopt.util import lazy_exports
 
 if TYPE_CHECKING:
     from fuseopt.interp.errors import InterpError
@@ -41,11 +42,4 @@ __all__ = [
     "run_graph",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # found here from now on
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF)
