@@ -575,7 +575,7 @@ def test_markup_in_errors_prints_as_text(tmp_path: Path) -> None:
 
 
 def test_optimize_writes_all_of_its_files_or_none(tmp_path: Path) -> None:
-    """plan.json, kernels.py and the HTML page are rendered first and written together: when one
+    """plan.json, kernels.py, launches.json and the HTML page are rendered first and written together: when one
     cannot be written, none is (and no folder is left behind)."""
     graph, _ = _markup_files(tmp_path)
     blocker = tmp_path / "a_file"
@@ -587,7 +587,7 @@ def test_optimize_writes_all_of_its_files_or_none(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["optimize", graph, "-o", str(out), "--html", str(tmp_path / "r.html")])
     _ok(res)
     assert (
-        sorted(p.name for p in out.iterdir()) == ["kernels.py", "plan.json"]
+        sorted(p.name for p in out.iterdir()) == ["kernels.py", "launches.json", "plan.json"]
         and (tmp_path / "r.html").exists()
     )
 

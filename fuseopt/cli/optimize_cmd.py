@@ -34,17 +34,24 @@ def emit_kernels(
     multiprocessors: int | None = None,
     target: str = DEFAULT.name,
     strategy: str | None = None,
-) -> str | None:
-    """Triton source for the plan, generated for the target called `target` (its multiprocessors
-    overridden where given; `strategy` taken wherever it applies), or None when code generation
-    is not available in this build."""
+) -> dict[str, str]:
+    """kernels.py (Triton source for the plan) and launches.json (what each launch runs, and
+    why: `fuseopt.report.launches`), generated for the target called `target` (its
+    multiprocessors overridden where given; `strategy` taken wherever it applies); nothing when
+    code generation is not available in this build."""
     try:
         from fuseopt.codegen.tiling import CodegenOptions
         from fuseopt.codegen.triton import emit_module
+        from fuseopt.report.launches import launches_json
     except ImportError:
-        return None
-    options = CodegenOptions(target=get(target), multiprocessors=multiprocessors, strategy=strategy)
-    return emit_module(graph, plan, autotune=autotune, options=options)
+        return {}
+    options = CodegenOptions(
+        target=get(target), multiprocessors=multiprocessors, strategy=strategy, autotune=autotune
+    )
+    return {
+        "kernels.py": emit_module(graph, plan, autotune=autotune, options=options),
+        "launches.json": dump_json(launches_json(graph, plan, options)),
+    }
 
 
 @cli.command("optimize", short_help=SUMMARIES["optimize"])
@@ -58,7 +65,8 @@ def emit_kernels(
     type=click.Choice(["triton", "none"]),
     default="triton",
     show_default=True,
-    help="With -o: also write DIR/kernels.py (Triton kernels and a call() wrapper).",
+    help="With -o: also write DIR/kernels.py (Triton kernels and a call() wrapper) and "
+    "DIR/launches.json (each kernel's strategy, launch and cost estimate).",
 )
 @click.option(
     "--autotune", is_flag=True, help="Emit triton.autotune configs instead of fixed launch parameters."
@@ -157,9 +165,7 @@ def optimize_cmd(
         outputs = {"plan.json": plan_json}
         if emitting:
             step(f"generating Triton for {len(stage.plan.kernels)} kernels")
-            src = emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target, strategy)
-            if src is not None:
-                outputs["kernels.py"] = src
+            outputs |= emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target, strategy)
         files: dict[str, str] = {}
         if out_dir is not None:
             files.update({os.path.join(out_dir, name): text for name, text in outputs.items()})

@@ -21,7 +21,7 @@ from fuseopt.codegen.helpers import HELPERS, INTERPRETED_PREAMBLE, helper_closur
 from fuseopt.codegen.kernel import KernelEmitter
 from fuseopt.codegen.layout import truncate_comment, wrap
 from fuseopt.codegen.rules import library_rule
-from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, build_schedule
+from fuseopt.codegen.schedule import ComputeLaunch, LibraryLaunch, Schedule, build_schedule
 from fuseopt.codegen.source_text import check_module, comment_text, graph_name, ident, literal, python_name
 from fuseopt.codegen.strategies import SplitFinish, SplitPartial
 from fuseopt.codegen.tile_shapes import finish_tiling
@@ -145,24 +145,14 @@ def build_module(
     schedule = build_schedule(graph, plan)
     kernels: list[EmittedKernel] = []
     emitted_for: list[list[EmittedKernel]] = []
-    for index, launch in enumerate(schedule.launches):
-        if isinstance(launch, ComputeLaunch) and launch.stores:
-            if forced and index in forced:
-                first, carry = forced[index]
-            else:
-                first, carry = choose(graph, launch, options)
-            tilings = [first]
-            if isinstance(first.strategy, SplitPartial):
-                tilings.append(finish_tiling(first, options))
-            group = []
-            for tiling in tilings:
-                emitter = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels)), carry)
-                emitted = emitter.emit_kernel()
-                kernels.append(emitted)
-                group.append(emitted)
-            emitted_for.append(group)
-        else:
-            emitted_for.append([])
+    for tilings, carry in launch_tilings(graph, schedule, options, forced):
+        group = []
+        for tiling in tilings:
+            emitter = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels)), carry)
+            emitted = emitter.emit_kernel()
+            kernels.append(emitted)
+            group.append(emitted)
+        emitted_for.append(group)
     workspaces = list(dict.fromkeys(w for k in kernels for w in k.workspaces))
     names = _local_names(graph, [k.name for k in kernels], [w for w, _, _ in workspaces])
 
@@ -248,6 +238,26 @@ def build_module(
     parts.append("\n".join(call) + "\n")
     text = parts[0].rstrip("\n") + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in parts[1:])
     return check_module(text.replace("\n\n\n\n", "\n\n\n"))
+
+
+def launch_tilings(
+    graph: Graph,
+    schedule: Schedule,
+    options: CodegenOptions,
+    forced: Mapping[int, tuple[Tiling, dict[Key, Key]]] | None = None,
+) -> list[tuple[tuple[Tiling, ...], dict[Key, Key]]]:
+    """Per launch of the schedule, the tilings of its Triton kernels (a split reduction's two,
+    none for a library call or a launch that stores nothing) and what a sliding window carries
+    from row to row; `forced`, by launch index, instead of `choice.choose`'s."""
+    out: list[tuple[tuple[Tiling, ...], dict[Key, Key]]] = []
+    for index, launch in enumerate(schedule.launches):
+        if not isinstance(launch, ComputeLaunch) or not launch.stores:
+            out.append(((), {}))
+            continue
+        first, carry = forced[index] if forced and index in forced else choose(graph, launch, options)
+        split = isinstance(first.strategy, SplitPartial)
+        out.append(((first, finish_tiling(first, options)) if split else (first,), carry))
+    return out
 
 
 def _docstring(graph: Graph, plan: Plan, kernels: list[EmittedKernel], options: CodegenOptions) -> str:
