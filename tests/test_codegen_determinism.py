@@ -1,6 +1,6 @@
-"""Generated modules are byte-identical for the same graph and plan: twice in one process, and
-across interpreter processes with different PYTHONHASHSEED values (set iteration never reaches
-the output)."""
+"""Generated modules (and launches.json) are byte-identical for the same graph and plan: twice in
+one process, across interpreter processes with different PYTHONHASHSEED values (set iteration
+never reaches the output), and for any order of the graph's lists."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import sys
 
 import pytest
 
-from fuseopt.codegen import emit_module
+from fuseopt.cli.console import dump_json
+from fuseopt.codegen import CodegenOptions, emit_module
 from fuseopt.io.load import load_graph, load_text
 from fuseopt.ir.graph import Graph
 from fuseopt.ir.serialize import graph_to_dict
 from fuseopt.passes.pipeline import optimize
+from fuseopt.report.launches import launches_json
 from tests.strategies import unfused_plan
 from tests.sweeps import FULL
 from tests.test_codegen_samples import NAMES, PATHS, name_of
@@ -36,6 +38,7 @@ def digest(paths: list[str]) -> str:
         h.update(emit_module(g, unfused_plan(g), autotune=True).encode())
         st = optimize(g)
         h.update(emit_module(st.graph, st.plan).encode())
+        h.update(dump_json(launches_json(st.graph, st.plan, CodegenOptions())).encode())
     return h.hexdigest()
 
 
@@ -88,10 +91,13 @@ def test_same_text_for_any_order_of_buffers_and_nodes(name: str) -> None:
     g = load_graph(next(p for p in PATHS if name_of(p) == name))
     st = optimize(g)
     want = emit_module(st.graph, st.plan)
+    launches = launches_json(st.graph, st.plan, CodegenOptions())
     rnd = random.Random(name)
     for _ in range(3):
         other = optimize(_permuted(g, rnd))
         assert emit_module(other.graph, other.plan) == want
+        assert launches_json(other.graph, other.plan, CodegenOptions()) == launches
+        assert launches_json(other.graph, other.plan, CodegenOptions()) == launches
 
 
 CAPTURED = sorted(
@@ -108,6 +114,7 @@ def test_captured_graphs_plan_and_emit_the_same_in_any_order(path: str) -> None:
     g = load_graph(path)
     st = optimize(g)
     want, plan = emit_module(st.graph, st.plan), st.plan.to_json()
+    launches = launches_json(st.graph, st.plan, CodegenOptions())
     plan.pop("graph_sha256")
     rnd = random.Random(path)
     for _ in range(2):
@@ -116,3 +123,4 @@ def test_captured_graphs_plan_and_emit_the_same_in_any_order(path: str) -> None:
         got.pop("graph_sha256")  # the hash of the input's bytes, which an order changes
         assert got == plan
         assert emit_module(other.graph, other.plan) == want
+        assert launches_json(other.graph, other.plan, CodegenOptions()) == launches
