@@ -62,8 +62,10 @@ def test_bench_on_the_gpu_checks_times_and_targets_its_multiprocessors() -> None
     from fuseopt.targets import detect
 
     graph = load_graph(os.path.join(ROOT, "samples", "layernorm_t.yaml"))
-    res = bench_graph(graph, None, rep=20, warmup=5, with_compile=False)
+    res = bench_graph(graph, None, rep=20, warmup=5, with_compile=False, kernels_top=5)
     assert res["ok"], [v["error"] for v in res["variants"]]
+    rows = res["slowest_kernels"]["fuseopt"]
+    assert [r["estimated_us"] for r in rows] == [res["estimated_us"][r["kernel"]] for r in rows]
     assert res["multiprocessors"] == torch.cuda.get_device_properties(0).multi_processor_count
     assert res["target"] == detect().name  # type: ignore[union-attr]
     by = {v["name"]: v for v in res["variants"]}
@@ -83,6 +85,9 @@ def test_bench_interpret_checks_all_variants(tmp_path: os.PathLike[str]) -> None
     assert r["baseline"] == "rendered"  # no source program: eager runs a torch rendering
     assert r["kernels"] == {"fuseopt": 1, "unfused": 3}
     assert r["multiprocessors"] == 132 and r["target"] == "h200"  # the interpreter: the default target
+    # the cost model's estimate of each generated kernel, named as in the module
+    (name,) = r["estimated_us"]
+    assert name.startswith("triton_per_fused_") and r["estimated_us"][name] > 0
 
 
 @interpreter_only

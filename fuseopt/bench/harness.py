@@ -147,13 +147,15 @@ def bench_graph(
     program with a `check(results, expected_storages)` method checks its own results (a bound
     program returns its tensor results in order, not a dict by buffer). With `kernels_top` on a
     GPU, the slowest kernels of fuseopt's module and torch.compile's, by device time per run, are
-    in `slowest_kernels`. `limits` bound the reference run (`fuseopt run`'s defaults; a whole
+    in `slowest_kernels`, fuseopt's beside the cost model's estimate (`estimated_us`, also given
+    for every generated kernel by name). `limits` bound the reference run (`fuseopt run`'s defaults; a whole
     model at its real size may need more). `with_unfused=False` leaves out the unfused plan (a whole
     model's hundreds of kernels compile twice otherwise). The kernels are generated for `target`;
     None: the GPU they run on (`fuseopt.targets.from_properties`), the default target on the CPU;
     with `strategy` (`CodegenOptions.strategy`) taken wherever it applies."""
     from fuseopt.codegen import CodegenOptions, emit_module
     from fuseopt.interp import make_inputs, run_graph
+    from fuseopt.report.launches import launches_json
     from fuseopt.runtime.module import load_module, run_module
 
     if interpret:
@@ -171,6 +173,7 @@ def bench_graph(
         codegen = CodegenOptions(target=target, strategy=strategy)
         stage = optimize(graph, options or Options())
         unfused = initial_stage(graph)
+        estimates = kernel_estimates(launches_json(stage.graph, stage.plan, codegen))
         if inputs is None:
             inputs = make_inputs(graph, seed=seed, limits=limits)
         expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()}, limits=limits)
@@ -206,6 +209,9 @@ def bench_graph(
                         res.pct_copy_same_size = 100.0 * res.gbps / same_size
                     if kernels_top and name in ("fuseopt", "torch.compile"):
                         slowest[name] = slowest_kernels(fn, dev, kernels_top)
+                    if name == "fuseopt":  # beside each generated kernel, what the model expected
+                        for row in slowest.get(name, []):
+                            row["estimated_us"] = estimates.get(row["kernel"])
             except Exception as exc:  # a failing variant is reported, not fatal for the others
                 res.ok = False
                 res.error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -285,8 +291,20 @@ def bench_graph(
             "variants": [r.to_json() for r in results],
             "speedups": speedups,
             "slowest_kernels": slowest,
+            "estimated_us": estimates,
             "ok": all(r.ok for r in results),
         }
+
+
+def kernel_estimates(launches: dict[str, Any]) -> dict[str, float]:
+    """Each generated kernel's estimated time (launches.json's cost estimates), by kernel name; a
+    split reduction's estimate, which covers both of its kernels, is its first's."""
+    return {
+        k["name"]: k["estimate"]["us"]
+        for la in launches["launches"]
+        for k in la.get("kernels", [])
+        if k["estimate"] is not None
+    }
 
 
 @contextmanager

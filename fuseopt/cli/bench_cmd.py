@@ -228,10 +228,13 @@ def _print(report: dict) -> None:  # type: ignore[type-arg]
         stdout.print(t)
         for variant, rows in sorted(r.get("slowest_kernels", {}).items()):
             if rows:
-                stdout.print(f"  slowest kernels of {shown(variant)} (us per run):")
+                estimated = " (estimated)" if variant == "fuseopt" else ""
+                stdout.print(f"  slowest kernels of {shown(variant)} (us per run{estimated}):")
                 for row in rows:
+                    est = row.get("estimated_us")
+                    guess = "" if est is None else f" ({est:.1f})"
                     stdout.print(
-                        f"    {row['us_per_run']:10.1f}  x{row['calls_per_run']:g}  {shown(row['kernel'])}"
+                        f"    {row['us_per_run']:10.1f}{guess}  x{row['calls_per_run']:g}  {shown(row['kernel'])}"
                     )
         if r["speedups"]:
             stdout.print(
