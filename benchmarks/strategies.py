@@ -1,6 +1,6 @@
 """Every kernel strategy and launch candidate that applies to each workload, timed on one GPU.
 
-    python benchmarks/strategies.py [--only sum_f32,tsum] [--out FILE] [--jobs N]
+    python benchmarks/strategies.py [--only sum_f32,tsum | --graph G.json ...] [--out FILE] [--jobs N]
 
 For each workload of the suite (tests/fixtures/suite.py) and of docs/inductor.md's six
 (tests/fixtures/programs.py), captured at full size: every compute launch's chosen tiling
@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,7 +36,10 @@ sys.path.insert(0, ROOT)
 FORMAT = "fuseopt-bench-strategies/1"
 
 
-def workloads(only: list[str]) -> list[tuple[str, str]]:
+def workloads(only: list[str], graphs: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(kind, name): the suite's and the six, or with `graphs` those graph files (kind "file")."""
+    if graphs:
+        return [("file", g) for g in graphs]
     from tests.fixtures.suite import SUITE
     from tests.fixtures.workloads import WORKLOADS
 
@@ -44,6 +48,10 @@ def workloads(only: list[str]) -> list[tuple[str, str]]:
 
 
 def capture(kind: str, name: str, small: bool = False) -> Any:
+    if kind == "file":  # a graph file (`fuseopt capture` writes one), at its own size
+        from fuseopt.io.load import load_graph
+
+        return load_graph(name)
     if kind == "suite":
         from tests.fixtures.suite import captured
     else:
@@ -116,9 +124,11 @@ def _warm(job: tuple[Any, str, list[str]]) -> str:
     import torch
 
     from fuseopt.interp import make_inputs
+    from fuseopt.io.load import load_text
     from fuseopt.runtime.module import load_module, run_module
 
-    graph, name, sources = job
+    text, name, sources = job
+    graph = load_text(text, f"{name}.json")  # a Graph does not pickle: its document does
     inputs = {k: v.cuda() for k, v in make_inputs(graph, seed=0).items()}
     for src in sources:
         with contextlib.suppress(Exception):  # a failure is reported by the timing pass
@@ -131,6 +141,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="")
     ap.add_argument("--out", default="")
+    ap.add_argument("--graph", action="append", default=[], help="a graph file to time instead (repeatable)")
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument(
         "--small", action="store_true", help="tiny sizes on the CPU (TRITON_INTERPRET=1): checks only"
@@ -138,6 +149,7 @@ def main() -> None:
     args = ap.parse_args()
     run(
         [n for n in args.only.split(",") if n],
+        graphs=args.graph,
         small=args.small,
         jobs=args.jobs,
         out=args.out
@@ -145,7 +157,7 @@ def main() -> None:
     )
 
 
-def run(only: list[str], *, small: bool, jobs: int, out: str) -> dict[str, Any]:
+def run(only: list[str], *, small: bool, jobs: int, out: str, graphs: Sequence[str] = ()) -> dict[str, Any]:
     """Every variant of every workload checked against the reference interpreter, then timed on
     the GPU (on the CPU with `small`: checked only); the results document, also written to `out`
     after each workload."""
@@ -156,6 +168,7 @@ def run(only: list[str], *, small: bool, jobs: int, out: str) -> dict[str, Any]:
     from fuseopt.bench.harness import copy_bandwidth_gbps, gpu_timer
     from fuseopt.codegen.options import CodegenOptions
     from fuseopt.interp import make_inputs, run_graph
+    from fuseopt.ir.serialize import graph_to_dict
     from fuseopt.runtime.compare import check_outputs
     from fuseopt.runtime.module import load_module, run_module
     from fuseopt.targets import DEFAULT, from_properties
@@ -164,13 +177,15 @@ def run(only: list[str], *, small: bool, jobs: int, out: str) -> dict[str, Any]:
     target = DEFAULT if small else from_properties(torch.cuda.get_device_properties(dev))
     options = CodegenOptions(target=target)
     t0 = time.perf_counter()
-    made = {name: capture(kind, name, small) for kind, name in workloads(only)}
+    made = {name: capture(kind, name, small) for kind, name in workloads(only, graphs)}
     per = {name: variants(graph, options) for name, graph in made.items()}
     print(f"{sum(map(len, per.values()))} variants in {time.perf_counter() - t0:.0f} s", flush=True)
     if not small:
         ctx = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
-            warm = [(made[n], n, [v["source"] for v in vs]) for n, vs in per.items()]
+            warm = [
+                (json.dumps(graph_to_dict(made[n])), n, [v["source"] for v in vs]) for n, vs in per.items()
+            ]
             for done in pool.map(_warm, warm):
                 print("compiled", done, f"{time.perf_counter() - t0:.0f} s", flush=True)
     timer = None if small else gpu_timer(25, 100, dev)

@@ -56,6 +56,27 @@ def test_every_helper_that_calls_libdevice_is_interpreted() -> None:
             assert re.search(r"if _INTERPRETED:", helper.source), name
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["fmod(x[i], 0.75)", "fmod(2.5, x[i])", "x[i] % 0.75", "1.5 % x[i]", "x[i] // 0.7", "x[i] % x[i]"],
+)
+def test_compiled_float_remainders_are_libdevice_fmod(value: str) -> None:
+    """Compiled, Triton's float % is a - trunc(a / b) * b: inexact once a / b rounds, NaN for a
+    finite a by an infinite b (the H200 run of the special values found it). Every float fmod,
+    remainder and floor division reaches libdevice.fmod there, and % only under the interpreter."""
+    src = _module(value)
+    kernel = src[src.index("def triton_") :]
+    kernel = kernel[: kernel.index("\ndef ", 1)]
+    assert "%" not in kernel, kernel  # the kernel's own arithmetic: no float %
+    fmod = HELPERS["_fmod"].source
+    interpreted, compiled = fmod.split("if _INTERPRETED:", 1)[1].split("\n    else:\n", 1)
+    assert "a % b" in interpreted and compiled.strip() == "return libdevice.fmod(a, b)"
+    for name in ("_remainder_float", "_floordiv_float"):
+        body = HELPERS[name].source
+        assert "%" not in body and "_fmod(a, b)" in body and HELPERS[name].deps == ("_fmod",)
+    assert "def _fmod(" in src and "from triton.language.extra import libdevice" in src
+
+
 SPECIAL = (0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 2.5, -2.5, 3.0, -3.0, 1e-30, 1e30)
 SPECIAL += (float("inf"), float("-inf"), float("nan"))
 

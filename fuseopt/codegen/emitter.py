@@ -352,7 +352,10 @@ class EmitterCore:
         return f"{self.ptr(buffer)} + {paren(text)}"
 
 
-TENSOR_HELPERS = ("_pow(", "_ipow(", "_atan2(", "_int_floordiv(", "_int_remainder(", "_int_fmod(")
+# Helpers whose operands must be typed tensors (tl.broadcast, libdevice's dispatch by dtype):
+# literal operands are materialised in the operation's dtype first.
+TENSOR_HELPERS: tuple[str, ...] = ("_pow(", "_ipow(", "_atan2(", "_int_floordiv(", "_int_remainder(")
+TENSOR_HELPERS += ("_int_fmod(", "_fmod(", "_remainder_float(", "_floordiv_float(")
 
 
 def is_weak(e: Expr) -> bool:

@@ -188,27 +188,53 @@ def _int_fmod(a, b):
         return a % tl.where(b == 0, tl.full(b.shape, 1, b.dtype), b)
 """
     ),
+    "_fmod": Helper(
+        """\
+@triton.jit
+def _fmod(a, b):
+    # C's fmod of floats (the dividend's sign: torch.fmod), exact. Compiled, Triton's float % is
+    # a - trunc(a / b) * b, which rounds once a / b does (and is NaN for a finite a by an infinite
+    # b on triton 3.6): libdevice's fmod instead. The interpreter's % is numpy's exact fmod.
+    if _INTERPRETED:
+        return a % b
+    else:
+        return libdevice.fmod(a, b)
+""",
+        interpreted=True,
+    ),
     "_floordiv_float": Helper(
         """\
 @triton.jit
 def _floordiv_float(a, b):
     # torch's div_floor_floating: exact where floor(a / b) would round.
-    mod = a % b
+    mod = _fmod(a, b)
     div = (a - mod) / b
     div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
     q = tl.floor(div)
     q = tl.where(div - q > 0.5, q + 1.0, q)
     return tl.where(b == 0, a / b, q)
-"""
+""",
+        deps=("_fmod",),
     ),
     "_remainder": Helper(
         """\
 @triton.jit
 def _remainder(a, b):
-    # Python/torch remainder: the sign of the divisor (Triton's % takes the dividend's).
+    # Python/torch remainder of integers by a literal divisor (neither 0 nor -1): the sign of the
+    # divisor (Triton's % takes the dividend's).
     r = a % b
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 """
+    ),
+    "_remainder_float": Helper(
+        """\
+@triton.jit
+def _remainder_float(a, b):
+    # Python/torch remainder of floats: the sign of the divisor (fmod takes the dividend's).
+    r = _fmod(a, b)
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+""",
+        deps=("_fmod",),
     ),
     "_gdc_wait": Helper(
         """\

@@ -77,7 +77,7 @@ BINARY_RULES: dict[str, OpRule] = {
     # Integer divisors known only at run time: a zero divisor (torch raises; the reference fails
     # first) and -1 (INT_MIN // -1 overflows) never reach a hardware division (see the helpers).
     "floordiv": OpRule("_floordiv_float({a}, {b})", "_int_floordiv({a}, {b})", None),
-    "mod": OpRule("_remainder({a}, {b})", "_int_remainder({a}, {b})", None),
+    "mod": OpRule("_remainder_float({a}, {b})", "_int_remainder({a}, {b})", None),
     "lt": _same("{a} < {b}", bool_="{a} < {b}"),
     "le": _same("{a} <= {b}", bool_="{a} <= {b}"),
     "gt": _same("{a} > {b}", bool_="{a} > {b}"),
@@ -90,8 +90,8 @@ BINARY_RULES: dict[str, OpRule] = {
     "minimum": OpRule("_minimum({a}, {b})", "tl.minimum({a}, {b})", "{a} & {b}"),
     "pow": OpRule("_pow({a}, {b})", "_ipow({a}, {b})", None),
     "atan2": OpRule("_atan2({a}, {b})", None, None),
-    # Triton's % is C's fmod (sign of the dividend) for ints and floats alike: torch.fmod.
-    "fmod": OpRule("{a} % {b}", "_int_fmod({a}, {b})", None),
+    # C's fmod (sign of the dividend): torch.fmod. Triton's % for ints; exact for floats by _fmod.
+    "fmod": OpRule("_fmod({a}, {b})", "_int_fmod({a}, {b})", None),
 }
 
 # Integer //, % and fmod by a literal divisor that is neither 0 (validation rejects it) nor -1 in
