@@ -590,10 +590,10 @@ def test_split_grids_follow_the_target_multiprocessors() -> None:
     # program), 64 rows at most; tsum reads along x, so never fewer rows than a 32-byte sector
     # of float32 (8), even for 1024 multiprocessors; there, 512 programs of 8 x 512 points keep
     # 8 MiB in flight where 1024 multiprocessors want 32 MiB (`looped_bytes_in_flight`), so each
-    # program's loop widens to 8 x 2048.
+    # program's loop widens to 8 x 2048, on `looped_widened_warps` (16) warps.
     assert launches(split_programs=0) == [("(512,)", "XBLOCK=8, R0_BLOCK=512, num_warps=8")]
     assert launches(split_programs=0, multiprocessors=1024) == [
-        ("(512,)", "XBLOCK=8, R0_BLOCK=2048, num_warps=8")
+        ("(512,)", "XBLOCK=8, R0_BLOCK=2048, num_warps=16")
     ]
     assert launches(split_programs=0, multiprocessors=8) == [("(64,)", "XBLOCK=64, R0_BLOCK=64, num_warps=8")]
 

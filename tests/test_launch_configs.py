@@ -47,7 +47,7 @@ def check_config(
     most_r = max(t.max_r0_block, t.looped_max_r0_block) if looped else t.max_r0_block
     limits = {"XBLOCK": t.max_xblock, "YBLOCK": t.max_yblock, "R0_BLOCK": most_r}
     assert _power_of_2(c.num_warps) and c.num_warps <= TRITON_MAX_WARPS, c
-    assert c.num_warps <= max(t.max_warps, t.pointwise_max_warps, t.cluster_warps), c
+    assert c.num_warps <= max(t.max_warps, t.pointwise_max_warps, t.cluster_warps, t.looped_widened_warps), c
     assert _power_of_2(c.num_ctas) and (c.num_ctas == 1 or o.use_clusters), c
     assert [b for b, _ in c.blocks] == [a.block for a in launch.axes], c  # the kernel's constexprs
     for (name, block), axis in zip(c.blocks, launch.axes, strict=True):

@@ -93,16 +93,23 @@ def test_few_rows_widen_the_loop_to_keep_bytes_in_flight(
 ) -> None:
     """Rows too few for the programs a multiprocessor aims at: each program reads more an
     iteration until all of them read `looped_bytes_in_flight` a multiprocessor (Little's law),
-    one warp per `reduction_points_per_warp`; without the rule, R0_BLOCK stays at max_r0_block."""
+    on `looped_widened_warps` warps (a point a thread at least); a tile that needed no widening
+    keeps one warp per `reduction_points_per_warp`. Without the rule, R0_BLOCK stays at
+    max_r0_block and the warps follow the points."""
     graph, launch = _row_launch(rows, cols, dtype)
     t = CodegenOptions().tuning
     planned = looped_row.applies(graph, launch, CodegenOptions())
     assert planned is not None and planned.config.block("XBLOCK") == xblock
     assert planned.config.block("R0_BLOCK") == r0_block
-    assert planned.config.num_warps == min(t.max_warps, xblock * r0_block // t.reduction_points_per_warp)
+    by_points = min(t.max_warps, xblock * r0_block // t.reduction_points_per_warp)
+    widened = r0_block > t.max_r0_block
+    want = max(by_points, min(t.looped_widened_warps, xblock * r0_block // 32)) if widened else by_points
+    assert planned.config.num_warps == want == (16 if widened else 8)
     off = replace(H200, tuning=replace(t, looped_bytes_in_flight=0))
     planned_off = looped_row.applies(graph, launch, CodegenOptions(target=off))
     assert planned_off is not None and planned_off.config.block("R0_BLOCK") == min(r0_block, t.max_r0_block)
+    rb = planned_off.config.block("R0_BLOCK")
+    assert planned_off.config.num_warps == min(t.max_warps, xblock * rb // t.reduction_points_per_warp)
 
 
 def test_a_max_r0_block_override_caps_the_widened_loop() -> None:

@@ -185,15 +185,20 @@ def configs_reduction(
     # read that much an iteration. Rows too few for `looped_programs_per_multiprocessor` programs
     # widen each program's R0_BLOCK instead (up to `looped_max_r0_block`).
     programs = cdiv(launch.axes[0].numel, xb)
+    widened = False
     while (
         read_item  # a tile that reads nothing has nothing in flight
         and rb < min(rcap, t.looped_max_r0_block)
         and programs * xb * rb * read_item < t.looped_bytes_in_flight * g.multiprocessors
     ):
         rb *= 2
-    default = LaunchConfig(
-        (("XBLOCK", xb), ("R0_BLOCK", rb)), _warps(xb * rb, t.reduction_points_per_warp, t.max_warps)
-    )
+        widened = True
+    warps = _warps(xb * rb, t.reduction_points_per_warp, t.max_warps)
+    if widened:
+        # A few programs a multiprocessor, one wave: nothing else hides a step's round trip and
+        # arithmetic, so more threads share each step (at least a point a thread).
+        warps = max(warps, min(t.looped_widened_warps, xb * rb // g.warp_size))
+    default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
     return default, unique_configs(default, cands)
 

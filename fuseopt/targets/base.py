@@ -113,6 +113,10 @@ class Tuning:
         "widen R0_BLOCK to them (Little's law: bandwidth x latency; 0: never)"
     )
     looped_max_r0_block: int = _doc("largest R0_BLOCK a looped tile widens to for bytes in flight")
+    looped_widened_warps: int = _doc(
+        "warps of a looped program whose R0_BLOCK widened for bytes in flight (rows too few), at "
+        "least: a wave of a few programs a multiprocessor, each step shared by more threads"
+    )
     reduction_points_per_warp: int = _doc("looped, split and finishing tiles: one warp per this many")
     # -- split reductions (partial kernel + finishing kernel)
     split_programs_per_multiprocessor: int = _doc(
@@ -208,7 +212,7 @@ class Target:
                 f"target {self.name!r}: provenance must list every tuned constant once, in Tuning's "
                 f"order (missing {missing}, unknown {extra})"
             )
-        threads = self.tuning.max_warps * self.warp_size
+        threads = max(self.tuning.max_warps, self.tuning.looped_widened_warps) * self.warp_size
         if threads > self.max_threads_per_block:
             raise ValueError(
                 f"target {self.name!r}: {threads} threads a program, most is {self.max_threads_per_block}"

@@ -19,6 +19,7 @@ POINTWISE = "benchmarks/results/rules-2026-12-02-pointwise-h200.json"  # 1D poin
 ROWS = "benchmarks/results/rules-2026-12-02-rows-h200.json"  # 2D row tiles of pooling windows, GPU time
 HISTORY = "benchmarks/results/README.md (history)"
 COST = "benchmarks/results/cost-2026-12-04.json"  # the cost model against measured H200 pairs
+FEW = "benchmarks/results/few-rows-2026-12-05-h200.json"  # looped rows of vocab-sized reductions, GPU time
 
 TUNING, PROVENANCE = tuned(
     "h200",
@@ -290,6 +291,11 @@ TUNING, PROVENANCE = tuned(
         4096,
         "lsm_vocab 124 us at 4096 against 176 at 8192 (the 256 x 128256 softmax gains at 8192: 112 -> 82)",
         LOOPED,
+    ),
+    looped_widened_warps=(
+        16,
+        "8 -> 16 warps: lsm_vocab 93.4 -> 79.6 us, a 1024 x 32000 f16 log_softmax 90.0 -> 76.4, a 256 x 128256 bf16 softmax 79.2 -> 75.9; not widened, a 2048-row logsumexp 220.7 / 222.3",
+        FEW,
     ),
     reduction_points_per_warp=(
         512,

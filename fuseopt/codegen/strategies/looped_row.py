@@ -1,7 +1,8 @@
 """A looped reduction: XBLOCK rows a program, r walked R0_BLOCK points at a time (the fallback
 of every reduction); a tile whose data is contiguous along x reads at least
 `looped_outer_x_bytes` of it a row, and rows too few to fill the multiprocessors widen R0_BLOCK
-until their programs keep `looped_bytes_in_flight` bytes a multiprocessor in flight."""
+until their programs keep `looped_bytes_in_flight` bytes a multiprocessor in flight, on
+`looped_widened_warps` warps."""
 
 from __future__ import annotations
 
