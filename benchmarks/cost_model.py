@@ -13,6 +13,11 @@ a rule or a cost constant was set from; the others check them.
 It then estimates every launch the pointwise results file swept within one 1D tile (`sweeps`):
 how well the model ranks launch parameters, which it does not choose.
 
+It then estimates again every variant of a strategies file (`benchmarks/strategies.py`, the
+newest by default; `--strategies FILE`) and checks the model against the times measured there:
+where the strategies of a launch differ by more than `TIE`, whether the one it takes is the
+fastest; per launch, how it ranks the launch candidates.
+
 --registers also compiles each launch candidate of the suite and the six (`codegen.choice.
 candidates`) for sm_90 with Triton's ptxas, on the CPU (no GPU), and compares the registers a
 thread it allocates with the model's estimate (`cost.registers_of`).
@@ -258,6 +263,69 @@ def sweeps() -> list[dict[str, Any]]:
     return out
 
 
+def strategies_check(path: str) -> dict[str, Any]:
+    """The model now against every variant a strategies file (`benchmarks/strategies.py`) timed:
+    each variant regenerated and estimated again, so that a change to the model is checked on
+    the CPU against measured kernels. Per launch with more than one strategy: the strategy the
+    model takes (`choice.choose`) against the fastest strategy at its default launch, counted
+    where the two differ by more than `TIE`; per launch, the rank correlation of all its
+    variants' estimates with their times, and the time of the variant the model would pick."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import strategies as sweep  # type: ignore[import-not-found]
+
+    from fuseopt.codegen.options import CodegenOptions
+
+    with open(path, encoding="utf-8") as f:
+        measured = json.load(f)["variants"]
+    key = ("workload", "launch", "strategy", "blocks", "num_warps", "num_ctas")
+    times = {
+        tuple(json.dumps(v.get(k), sort_keys=True) for k in key): v["ms"] * 1e3
+        for v in measured
+        if v.get("ms")
+    }
+    options = CodegenOptions()
+    rows: list[dict[str, Any]] = []
+    for kind, name in sweep.workloads(sorted({v["workload"] for v in measured}) or [""]):
+        variants = sweep.variants(sweep.capture(kind, name), options)
+        by_launch: dict[int, list[dict[str, Any]]] = {}
+        for v in variants[1:]:
+            k = tuple(json.dumps(({"workload": name} | v).get(f), sort_keys=True) for f in key)
+            if k in times:
+                by_launch.setdefault(v["launch"], []).append(v | {"us": times[k]})
+        for launch, vs in by_launch.items():
+            default: dict[str, dict[str, Any]] = {}
+            for v in vs:  # each strategy's first variant is its default launch
+                default.setdefault(v["strategy"], v)
+            chosen = next((v["strategy"] for v in vs if v["chosen"]), None)
+            fastest = min(default.values(), key=lambda v: v["us"])
+            times_of = sorted(v["us"] for v in default.values())
+            picked = min(vs, key=lambda v: v["estimated_us"])
+            rows.append(
+                {
+                    "workload": name,
+                    "launch": launch,
+                    "strategies": {s: round(v["us"], 1) for s, v in default.items()},
+                    "estimated": {s: round(v["estimated_us"], 1) for s, v in default.items()},
+                    "chosen": chosen,
+                    "fastest": fastest["strategy"],
+                    "differ": len(times_of) > 1 and times_of[1] > times_of[0] * (1 + TIE),
+                    "rank_correlation": round(
+                        _spearman([v["estimated_us"] for v in vs], [v["us"] for v in vs]), 2
+                    ),
+                    "model_pick_us": round(picked["us"], 1),
+                    "best_us": round(min(v["us"] for v in vs), 1),
+                }
+            )
+    weighed = [r for r in rows if len(r["strategies"]) > 1 and r["differ"]]
+    return {
+        "file": os.path.relpath(path, ROOT),
+        "launches": len(rows),
+        "strategies_differ": len(weighed),
+        "chosen_is_fastest": sum(r["chosen"] == r["fastest"] for r in weighed),
+        "rows": rows,
+    }
+
+
 def _spearman(a: list[float], b: list[float]) -> float:
     def ranks(v: list[float]) -> list[float]:
         order = sorted(range(len(v)), key=lambda i: v[i])
@@ -394,6 +462,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--out", default=os.path.join(RESULTS, f"cost-{datetime.date.today()}.json"))
     ap.add_argument("--registers", action="store_true")
+    ap.add_argument(
+        "--strategies",
+        default=os.path.join(RESULTS, "strategies-2026-12-05-h200.json"),
+        help="a strategies.py results file to check the model against ('' to skip)",
+    )
     args = ap.parse_args()
     rows = [estimate_pair(p) for p in pairs()]
     counted = [r for r in rows if r["measured_differ"]]
@@ -416,6 +489,8 @@ def main() -> None:
         "pairs": rows,
     }
     doc["sweeps"] = sweeps()
+    if args.strategies:
+        doc["strategies"] = strategies_check(args.strategies)
     if args.registers:
         doc["registers"] = registers()
     with open(args.out, "w", encoding="utf-8") as f:
@@ -429,6 +504,15 @@ def main() -> None:
             f"{'' if r['tuned_on'] else ' [not tuned on]'}"
         )
     print(json.dumps(summary))
+    if args.strategies:
+        st = doc["strategies"]
+        print(
+            f"{st['file']}: {st['launches']} launches; where strategies differ by more than {TIE:.0%}: "
+            f"the model takes the fastest in {st['chosen_is_fastest']} of {st['strategies_differ']}"
+        )
+        for r in st["rows"]:
+            if r["differ"] and r["chosen"] != r["fastest"]:
+                print(f"  {r['workload']}: takes {r['chosen']}, fastest {r['fastest']} {r['strategies']}")
     for sw in doc["sweeps"]:
         print(
             f"{sw['workload']}: rank correlation {sw['rank_correlation']}, the model's pick "
