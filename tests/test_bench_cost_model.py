@@ -4,9 +4,9 @@ its measured time (the figures are in benchmarks/results/cost-*.json)."""
 
 from __future__ import annotations
 
-import pytest
-
 import os
+
+import pytest
 
 from benchmarks.cost_model import RESULTS, estimate_pair, pairs, strategies_check, sweeps
 
