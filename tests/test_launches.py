@@ -212,3 +212,32 @@ def test_optimize_writes_launches_json(tmp_path: Path) -> None:
         cli, ["optimize", str(ROOT / "samples" / "apbt.yaml"), "-o", str(none), "--emit", "none"]
     )
     assert res.exit_code == 0 and sorted(os.listdir(none)) == ["plan.json"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--autotune"], ["--strategy", "looped_row"], ["--target", "a100", "--multiprocessors", "20"]],
+    ids=["default", "autotune", "looped_row", "a100"],
+)
+def test_optimize_writes_what_the_library_generates(tmp_path: Path, args: list[str]) -> None:
+    """The command chooses the tilings once for both files: kernels.py is `emit_module`'s text and
+    launches.json `launches_json`'s document, for the same options."""
+    from fuseopt.cli.console import dump_json
+    from fuseopt.targets import get
+
+    _register()
+    path = str(ROOT / "samples" / "layernorm_t.yaml")
+    res = CliRunner().invoke(cli, ["optimize", path, "-o", str(tmp_path), *args])
+    assert res.exit_code == 0, res.output
+    opts = dict(zip(args[::2], args[1::2], strict=False)) if "--autotune" not in args else {}
+    options = CodegenOptions(
+        target=get(opts.get("--target", "h200")),
+        multiprocessors=int(opts["--multiprocessors"]) if "--multiprocessors" in opts else None,
+        strategy=opts.get("--strategy"),
+        autotune="--autotune" in args,
+    )
+    stage = optimize(load_graph(path))
+    assert (tmp_path / "kernels.py").read_text() == emit_module(stage.graph, stage.plan, options=options)
+    assert (tmp_path / "launches.json").read_text() == dump_json(
+        launches_json(stage.graph, stage.plan, options)
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
 from fuseopt.codegen.choice import choose
@@ -139,15 +139,18 @@ def build_module(
     plan: Plan,
     options: CodegenOptions,
     forced: Mapping[int, tuple[Tiling, dict[Key, Key]]] | None = None,
+    tilings: Sequence[LaunchTilings] | None = None,
 ) -> str:
     """The module's source; `forced` gives the tiling of some launches (by their index in the
-    schedule), each with what a sliding window carries, instead of `choice.choose`'s."""
+    schedule), each with what a sliding window carries, instead of `choice.choose`'s;
+    `tilings`, every launch's (`launch_tilings`), where already made."""
     schedule = build_schedule(graph, plan)
     kernels: list[EmittedKernel] = []
     emitted_for: list[list[EmittedKernel]] = []
-    for tilings, carry in launch_tilings(graph, schedule, options, forced):
+    made = launch_tilings(graph, schedule, options, forced) if tilings is None else tilings
+    for launch_kernels, carry in made:
         group = []
-        for tiling in tilings:
+        for tiling in launch_kernels:
             emitter = KernelEmitter(graph, tiling, kernel_name(tiling, len(kernels)), carry)
             emitted = emitter.emit_kernel()
             kernels.append(emitted)
@@ -240,16 +243,20 @@ def build_module(
     return check_module(text.replace("\n\n\n\n", "\n\n\n"))
 
 
+# A launch's Triton kernels' tilings (none, one, or a split's two) and what a sliding window carries.
+LaunchTilings = tuple[tuple[Tiling, ...], dict[Key, Key]]
+
+
 def launch_tilings(
     graph: Graph,
     schedule: Schedule,
     options: CodegenOptions,
     forced: Mapping[int, tuple[Tiling, dict[Key, Key]]] | None = None,
-) -> list[tuple[tuple[Tiling, ...], dict[Key, Key]]]:
+) -> list[LaunchTilings]:
     """Per launch of the schedule, the tilings of its Triton kernels (a split reduction's two,
     none for a library call or a launch that stores nothing) and what a sliding window carries
     from row to row; `forced`, by launch index, instead of `choice.choose`'s."""
-    out: list[tuple[tuple[Tiling, ...], dict[Key, Key]]] = []
+    out: list[LaunchTilings] = []
     for index, launch in enumerate(schedule.launches):
         if not isinstance(launch, ComputeLaunch) or not launch.stores:
             out.append(((), {}))

@@ -14,6 +14,7 @@ from the same tilings (`codegen.wrapper.launch_tilings`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from fuseopt.codegen.cost import estimate
@@ -22,18 +23,23 @@ from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import SplitFinish, SplitPartial, Strategy
 from fuseopt.codegen.tiling import Tiling
-from fuseopt.codegen.wrapper import launch_tilings
+from fuseopt.codegen.wrapper import LaunchTilings, launch_tilings
 from fuseopt.ir.graph import Graph
 from fuseopt.plan import Plan
 
 FORMAT = "fuseopt-launches/1"
 
 
-def launches_json(graph: Graph, plan: Plan, options: CodegenOptions) -> dict[str, Any]:
+def launches_json(
+    graph: Graph, plan: Plan, options: CodegenOptions, tilings: Sequence[LaunchTilings] | None = None
+) -> dict[str, Any]:
+    """The document; `tilings`: `launch_tilings` of the plan's schedule where already made (the
+    module was generated from them), else made here."""
     schedule = build_schedule(graph, plan)
+    made = launch_tilings(graph, schedule, options) if tilings is None else tilings
     rows: list[dict[str, Any]] = []
     position = 0  # kernels so far: a kernel's name ends with its position in the module
-    for launch, (tilings, _) in zip(schedule.launches, launch_tilings(graph, schedule, options), strict=True):
+    for launch, (tilings_of, _) in zip(schedule.launches, made, strict=True):
         if not isinstance(launch, ComputeLaunch):
             node = launch.node
             rows.append(
@@ -41,10 +47,10 @@ def launches_json(graph: Graph, plan: Plan, options: CodegenOptions) -> dict[str
             )
             continue
         kernels = []
-        for tiling in tilings:
+        for tiling in tilings_of:
             kernels.append(_kernel(graph, tiling, kernel_name(tiling, position), options))
             position += 1
-        weighed = tilings[0].weighed if tilings else ()
+        weighed = tilings_of[0].weighed if tilings_of else ()
         rows.append(
             {
                 "plan_kernel": launch.plan_kernel,
