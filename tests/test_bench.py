@@ -137,6 +137,22 @@ def test_a_wrong_kernel_is_reported_not_timed() -> None:
     )
 
 
+def test_code_generation_that_fails_is_a_failed_variant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fuseopt's module and its launch report are made inside its variant: a generation error is
+    that variant's, reported, and the others still run."""
+    import fuseopt.report.launches as launches
+
+    def broken(*args: object) -> object:
+        raise RuntimeError("no rule for this op")
+
+    monkeypatch.setattr(launches, "module_and_launches", broken)
+    doc, program = WORKLOADS["apbt"](**SMALL["apbt"])
+    res = bench_graph(load_text(json.dumps(doc), "apbt.json"), program, interpret=True)
+    by = {v["name"]: v for v in res["variants"]}
+    assert not by["fuseopt"]["ok"] and "no rule for this op" in by["fuseopt"]["error"]
+    assert by["unfused"]["ok"] and by["eager"]["ok"] and res["estimated_us"] == {}
+
+
 class _FakeBench:
     """harness.GpuTimer on the CPU: `run(fn)` gives the GPU time; no host time."""
 

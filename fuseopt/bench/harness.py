@@ -155,7 +155,7 @@ def bench_graph(
     with `strategy` (`CodegenOptions.strategy`) taken wherever it applies."""
     from fuseopt.codegen import CodegenOptions, emit_module
     from fuseopt.interp import make_inputs, run_graph
-    from fuseopt.report.launches import launches_json
+    from fuseopt.report.launches import module_and_launches
     from fuseopt.runtime.module import load_module, run_module
 
     if interpret:
@@ -173,7 +173,7 @@ def bench_graph(
         codegen = CodegenOptions(target=target, strategy=strategy)
         stage = optimize(graph, options or Options())
         unfused = initial_stage(graph)
-        estimates = kernel_estimates(launches_json(stage.graph, stage.plan, codegen))
+        estimates: dict[str, float] = {}  # fuseopt's kernels' cost estimates, once generated
         if inputs is None:
             inputs = make_inputs(graph, seed=seed, limits=limits)
         expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()}, limits=limits)
@@ -219,7 +219,12 @@ def bench_graph(
 
         for name, st in (("fuseopt", stage), ("unfused", unfused))[: 2 if with_unfused else 1]:
             try:
-                module = load_module(emit_module(st.graph, st.plan, options=codegen))
+                if name == "fuseopt":
+                    source, launches = module_and_launches(st.graph, st.plan, codegen)
+                    estimates = kernel_estimates(launches)
+                else:
+                    source = emit_module(st.graph, st.plan, options=codegen)
+                module = load_module(source)
             except Exception as exc:
                 results.append(
                     VariantResult(

@@ -40,20 +40,15 @@ def emit_kernels(
     multiprocessors overridden where given; `strategy` taken wherever it applies); nothing when
     code generation is not available in this build."""
     try:
-        from fuseopt.codegen.schedule import build_schedule
         from fuseopt.codegen.tiling import CodegenOptions
-        from fuseopt.codegen.wrapper import build_module, launch_tilings
-        from fuseopt.report.launches import launches_json
+        from fuseopt.report.launches import module_and_launches
     except ImportError:
         return {}
     options = CodegenOptions(
         target=get(target), multiprocessors=multiprocessors, strategy=strategy, autotune=autotune
     )
-    tilings = launch_tilings(graph, build_schedule(graph, plan), options)  # chosen once, for both
-    return {
-        "kernels.py": build_module(graph, plan, options, tilings=tilings),
-        "launches.json": dump_json(launches_json(graph, plan, options, tilings)),
-    }
+    source, launches = module_and_launches(graph, plan, options)
+    return {"kernels.py": source, "launches.json": dump_json(launches)}
 
 
 @cli.command("optimize", short_help=SUMMARIES["optimize"])

@@ -23,7 +23,7 @@ from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import SplitFinish, SplitPartial, Strategy
 from fuseopt.codegen.tiling import Tiling
-from fuseopt.codegen.wrapper import LaunchTilings, launch_tilings
+from fuseopt.codegen.wrapper import LaunchTilings, build_module, launch_tilings
 from fuseopt.ir.graph import Graph
 from fuseopt.plan import Plan
 
@@ -75,7 +75,14 @@ def launches_json(
     }
 
 
-def strategy_name(s: Strategy) -> str:
+def module_and_launches(graph: Graph, plan: Plan, options: CodegenOptions) -> tuple[str, dict[str, Any]]:
+    """kernels.py's source and its launches.json document, from one choice of every launch's
+    tilings (choosing them is most of the report's cost)."""
+    tilings = launch_tilings(graph, build_schedule(graph, plan), options)
+    return build_module(graph, plan, options, tilings=tilings), launches_json(graph, plan, options, tilings)
+
+
+def _strategy_of(s: Strategy) -> str:
     """A variant's strategy as `--strategy` and the kernel headers name it: its module's name
     (`split` for both kernels of a split reduction)."""
     return type(s).__module__.rsplit(".", 1)[-1]
@@ -86,7 +93,7 @@ def _kernel(graph: Graph, tiling: Tiling, name: str, options: CodegenOptions) ->
     part = "partial" if isinstance(s, SplitPartial) else "finish" if isinstance(s, SplitFinish) else None
     out: dict[str, Any] = {
         "name": name,
-        "strategy": strategy_name(s),
+        "strategy": _strategy_of(s),
         "part": part,
         "fields": dataclasses.asdict(s),
         "launch": _config(tiling, tiling.config),
