@@ -123,7 +123,7 @@ def test_a_schema_rejects_a_wrong_document() -> None:
 def test_bench_results_timed_on_a_gpu_are_valid() -> None:
     """bench's timed fields, from a GPU run: the suite's results are `bench_graph`'s, as
     `fuseopt bench` reports them (less the suite's own keys, plus the baseline it names)."""
-    suite = json.loads((ROOT / "benchmarks" / "results" / "suite-2026-12-02-h200-gputime.json").read_text())
+    suite = json.loads((ROOT / "benchmarks" / "results" / "suite-2026-12-05-h200-gputime.json").read_text())
     own = {"workload", "sizes", "wall_s", "summary"}
     results = [
         {**{k: v for k, v in r.items() if k not in own}, "baseline": "source", "source": "suite.py:fn"}
