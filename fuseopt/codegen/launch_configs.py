@@ -227,27 +227,30 @@ def _splittable(launch: ComputeLaunch) -> bool:
 
 
 def split_reduction(
-    launch: ComputeLaunch, o: CodegenOptions, *, uneven: bool = False
+    launch: ComputeLaunch, o: CodegenOptions, *, uneven: bool = False, x_item: int = 0
 ) -> tuple[LaunchConfig, int, int, tuple[LaunchConfig, ...]] | None:
     """(config, chunks, points a chunk, autotune candidates) of a split reduction, or None to
     keep one program per x tile.
 
     Split when the x tiles alone give fewer than `split_target` programs (an outer reduction
-    over few columns, a row sum over few rows). The tile is `split_xblock` wide in x, so that an
-    access contiguous along x moves a cache line or more per row. Chunks are counted in blocks
+    over few columns, a row sum over few rows). The tile is `split_xblock` wide in x; where its
+    data is contiguous along x (`x_item`: the smallest such element, bytes), a cache line of it
+    wide, so that each row of the tile reads whole lines (64 columns of bfloat16, 32 of
+    float32). Chunks are counted in blocks
     of a looped tile (`looped_elements` elements of tile-wide accesses), each at least
     `split_min_r_blocks` of them: where the blocks divide r, the fewest equal chunks that reach
     `split_target` programs, else the most there can be (no r mask); otherwise, with `uneven`
     (the tile's data contiguous along x, which the split's wide x tile serves), chunks of whole
     blocks that reach it, the last ending at r's end (masked where the blocks do not divide r).
-    The loop's R0_BLOCK is then widened within a chunk, up to `split_max_r0_block` points and
-    `split_wide_elements` elements of tile-wide accesses; one warp per
-    `reduction_points_per_warp` elements."""
+    The loop's R0_BLOCK is then widened within a chunk, up to `split_max_r0_block` points,
+    `split_wide_elements` elements of tile-wide accesses and a tile of `split_tile_elements`
+    points (one accumulator each); one warp per `reduction_points_per_warp` elements."""
     if not o.split_target or not _splittable(launch):
         return None
     t = o.tuning
     xnumel, rnumel = launch.axes[0].numel, launch.axes[1].numel
-    xb = max(1, min(t.split_xblock, t.max_xblock, next_power_of_2(xnumel)))
+    wide_x = max(1, o.gpu.cache_line_bytes // x_item) if x_item else t.split_xblock
+    xb = max(1, min(wide_x, t.max_xblock, next_power_of_2(xnumel)))
     rb = max(t.looped_min_r0_block, _prev_power_of_2(t.looped_elements // (xb * tile_accesses(launch))))
     rb = max(1, min(rb, t.max_r0_block, next_power_of_2(rnumel)))
     xtiles = cdiv(xnumel, xb)
@@ -279,6 +282,7 @@ def split_reduction(
             t.max_r0_block,
             t.split_max_r0_block,
             _prev_power_of_2(max(1, t.split_wide_elements // (xb * tile_accesses(launch)))),
+            _prev_power_of_2(max(1, t.split_tile_elements // xb)),
         ),
     )
     while wide > rb and chunk % wide:

@@ -123,9 +123,12 @@ class Tuning:
         "split a looped reduction whose x tiles give fewer programs than this a multiprocessor"
     )
     split_min_r_blocks: int = _doc("each chunk of a split covers at least this many R0_BLOCKs")
-    split_xblock: int = _doc("XBLOCK of a split's partial kernel")
+    split_xblock: int = _doc("XBLOCK of a split's partial kernel whose data is not contiguous along x")
     split_wide_elements: int = _doc("points of tile-wide accesses a split's R0_BLOCK widens up to")
     split_max_r0_block: int = _doc("largest R0_BLOCK a split's partial kernel widens to")
+    split_tile_elements: int = _doc(
+        "most points (XBLOCK x R0_BLOCK, an accumulator each) of a split's partial tile as R0_BLOCK widens"
+    )
     finish_programs_per_multiprocessor: int = _doc(
         "the finishing kernel's x tiles spread over about this many programs a multiprocessor"
     )

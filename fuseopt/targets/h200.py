@@ -20,6 +20,7 @@ ROWS = "benchmarks/results/rules-2026-12-02-rows-h200.json"  # 2D row tiles of p
 HISTORY = "benchmarks/results/README.md (history)"
 COST = "benchmarks/results/cost-2026-12-04.json"  # the cost model against measured H200 pairs
 FEW = "benchmarks/results/few-rows-2026-12-05-h200.json"  # looped rows of vocab-sized reductions, GPU time
+SPLIT = "benchmarks/results/launches-2026-12-05-h200.json"  # split and persistent row launches, GPU time
 
 TUNING, PROVENANCE = tuned(
     "h200",
@@ -315,7 +316,8 @@ TUNING, PROVENANCE = tuned(
     ),
     split_xblock=(
         32,
-        "32 columns: an access contiguous along x moves 128 bytes of float32 a row",
+        "32 rows of a split along r (data contiguous along x takes a cache line of columns instead, 32 of "
+        "float32); not swept for data contiguous along r",
         HISTORY,
     ),
     split_wide_elements=(
@@ -327,6 +329,12 @@ TUNING, PROVENANCE = tuned(
         256,
         "an access contiguous along r moves 1 KB of float32 a row at 256 points (explore round 17, twice)",
         HISTORY,
+    ),
+    split_tile_elements=(
+        8192,
+        "32 x 256 or 64 x 128, 32 float32 accumulators a thread on 8 warps: on 16-bit column sums 64 x 256 ran "
+        "29% and 15% slower than 64 x 128 (colsum_bf16_odd 35.6 / 27.6 us, colsum_f16), 3-8% faster on two",
+        SPLIT,
     ),
     finish_programs_per_multiprocessor=(
         1,

@@ -41,10 +41,13 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
     # 32-wide x tile reads whole sectors of it a row) or every row read along r starts on a
     # vector boundary: misaligned rows are read an element a load (a 256 x 99999 f16 row max:
     # 71 us split against 44 looped; 128 x 200000 f32 row sums: 34.5 split, 54.5 looped).
-    along, _ = contiguous_bytes(graph, launch)
+    along, x_item = contiguous_bytes(graph, launch)
     outer = x_contiguous(along, options.tuning.outer_x_ratio)
     split = split_reduction(
-        launch, options, uneven=outer or rows_aligned(graph, launch, options.gpu.max_vector_bytes)
+        launch,
+        options,
+        uneven=outer or rows_aligned(graph, launch, options.gpu.max_vector_bytes),
+        x_item=x_item if outer else 0,
     )
     if split is None:
         return None
