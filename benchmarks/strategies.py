@@ -1,6 +1,7 @@
 """Every kernel strategy and launch candidate that applies to each workload, timed on one GPU.
 
     python benchmarks/strategies.py [--only sum_f32,tsum | --graph G.json ...] [--out FILE] [--jobs N]
+    python benchmarks/strategies.py --constant split_min_r_blocks=1,2,4,8 [--only ...]
 
 For each workload of the suite (tests/fixtures/suite.py) and of docs/inductor.md's six
 (tests/fixtures/programs.py), captured at full size: every compute launch's chosen tiling
@@ -14,6 +15,11 @@ timed one at a time. Writes FILE (format `fuseopt-bench-strategies/1`): per vari
 launch, strategy, blocks, warps, programs of a cluster, the cost model's estimate (`codegen.cost`)
 and the time.
 This is the data the cost model (`codegen/cost.py`) is checked against.
+
+With --constant NAME=V1,V2,...: instead, each workload's whole module generated with the target's
+tuned constant NAME (`fuseopt.targets.base.Tuning`) at each value, the target's own first (the row
+`chosen`); values that generate the same module share a row (`values`). What a new target's
+constants are measured with, one constant at a time.
 """
 
 from __future__ import annotations
@@ -89,6 +95,47 @@ def variants(graph: Any, options: Any) -> list[dict[str, Any]]:
     return out
 
 
+def constant_variants(graph: Any, options: Any, name: str, values: Sequence[int]) -> list[dict[str, Any]]:
+    """The module with the tuned constant `name` at the target's value, then at each other value
+    of `values`; a value that generates a module already listed joins that row's `values`."""
+    import dataclasses
+
+    from fuseopt.codegen import wrapper
+    from fuseopt.passes.pipeline import optimize
+
+    stage = optimize(graph)
+    current = getattr(options.tuning, name)
+    rows: dict[str, dict[str, Any]] = {}
+    for v in [current, *(v for v in values if v != current)]:
+        tuning = dataclasses.replace(options.target.tuning, **{name: v})
+        o = dataclasses.replace(options, target=dataclasses.replace(options.target, tuning=tuning))
+        src = wrapper.build_module(stage.graph, stage.plan, o)
+        row = rows.setdefault(
+            src, {"launch": None, "chosen": v == current, "source": src, "constant": name, "values": []}
+        )
+        row["values"].append(v)
+    return list(rows.values())
+
+
+def parse_constant(text: str) -> tuple[str, list[int]]:
+    """`NAME=V1,V2,...` of --constant: a tuned constant of `Tuning` and integer values."""
+    import dataclasses
+
+    from fuseopt.targets.base import Tuning
+
+    name, sep, values = text.partition("=")
+    known = [f.name for f in dataclasses.fields(Tuning)]
+    if not sep or name not in known:
+        raise ValueError(f"--constant: expected NAME=V1,V2,... with NAME one of {', '.join(known)}")
+    try:
+        parsed = [int(v) for v in values.split(",") if v]
+    except ValueError:
+        raise ValueError(f"--constant {name}: values must be integers, got {values!r}") from None
+    if not parsed:
+        raise ValueError(f"--constant {name}: no values")
+    return name, parsed
+
+
 def wider(graph: Any, launch: Any, options: Any) -> list[tuple[Any, dict[Any, Any]]]:
     """Row tiles (persistent and looped) of the most warps on twice as many, up to 16: outside
     the target's `max_warps`, where torch.compile's rows contiguous along r go (2048 points on 16
@@ -146,7 +193,12 @@ def main() -> None:
     ap.add_argument(
         "--small", action="store_true", help="tiny sizes on the CPU (TRITON_INTERPRET=1): checks only"
     )
+    ap.add_argument("--constant", default="", help="NAME=V1,V2,...: a tuned constant's values instead")
     args = ap.parse_args()
+    try:
+        constant = parse_constant(args.constant) if args.constant else None
+    except ValueError as exc:
+        ap.error(str(exc))
     run(
         [n for n in args.only.split(",") if n],
         graphs=args.graph,
@@ -154,13 +206,22 @@ def main() -> None:
         jobs=args.jobs,
         out=args.out
         or os.path.join(ROOT, "benchmarks", "results", f"strategies-{datetime.date.today()}-h200.json"),
+        constant=constant,
     )
 
 
-def run(only: list[str], *, small: bool, jobs: int, out: str, graphs: Sequence[str] = ()) -> dict[str, Any]:
-    """Every variant of every workload checked against the reference interpreter, then timed on
-    the GPU (on the CPU with `small`: checked only); the results document, also written to `out`
-    after each workload."""
+def run(
+    only: list[str],
+    *,
+    small: bool,
+    jobs: int,
+    out: str,
+    graphs: Sequence[str] = (),
+    constant: tuple[str, Sequence[int]] | None = None,
+) -> dict[str, Any]:
+    """Every variant of every workload (with `constant`, every value of that tuned constant)
+    checked against the reference interpreter, then timed on the GPU (on the CPU with `small`:
+    checked only); the results document, also written to `out` after each workload."""
     if small:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
@@ -178,7 +239,10 @@ def run(only: list[str], *, small: bool, jobs: int, out: str, graphs: Sequence[s
     options = CodegenOptions(target=target)
     t0 = time.perf_counter()
     made = {name: capture(kind, name, small) for kind, name in workloads(only, graphs)}
-    per = {name: variants(graph, options) for name, graph in made.items()}
+    per = {
+        name: variants(graph, options) if constant is None else constant_variants(graph, options, *constant)
+        for name, graph in made.items()
+    }
     print(f"{sum(map(len, per.values()))} variants in {time.perf_counter() - t0:.0f} s", flush=True)
     if not small:
         ctx = multiprocessing.get_context("spawn")
@@ -197,6 +261,8 @@ def run(only: list[str], *, small: bool, jobs: int, out: str, graphs: Sequence[s
         "copy_gbps": None if timer is None else copy_bandwidth_gbps(dev, timer),
         "variants": [],
     }
+    if constant is not None:
+        doc["constant"] = {"name": constant[0], "target_value": getattr(options.tuning, constant[0])}
     for name, vs in per.items():
         graph = made[name]
         inputs = make_inputs(graph, seed=0)
@@ -221,7 +287,7 @@ def run(only: list[str], *, small: bool, jobs: int, out: str, graphs: Sequence[s
                 row["ok"], row["error"] = False, f"{type(exc).__name__}: {exc}"[:500]
             doc["variants"].append(row)
         mine = [r for r in doc["variants"] if r["workload"] == name]
-        print(name, [(r.get("strategy"), r.get("ms"), r["ok"]) for r in mine], flush=True)
+        print(name, [(r.get("strategy") or r.get("values"), r.get("ms"), r["ok"]) for r in mine], flush=True)
         with open(out, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1)
     return doc

@@ -48,3 +48,26 @@ def test_wider_doubles_the_warps_of_row_tiles_at_the_most() -> None:
     assert [(t.strategy, t.config.blocks, 16) for t in eight] == [
         (t.strategy, t.config.blocks, t.config.num_warps) for t in twins
     ]
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1")
+def test_a_tuned_constant_at_each_value_is_a_module_checked(tmp_path: os.PathLike[str]) -> None:
+    """--constant: sum_f32 (16 x 64 here) with rows held whole up to 16 or 64 points: looped and
+    persistent modules, each checked; 4096 generates the same module as 64 and shares its row."""
+    out = os.path.join(str(tmp_path), "constant.json")
+    doc = run(["sum_f32"], small=True, jobs=1, out=out, constant=("persistent_rnumel", [16, 64]))
+    rows = doc["variants"]
+    assert doc["constant"] == {"name": "persistent_rnumel", "target_value": 4096}
+    assert [r["values"] for r in rows] == [[4096, 64], [16]] and [r["chosen"] for r in rows] == [True, False]
+    assert all(r["ok"] for r in rows), [r.get("error") for r in rows if not r["ok"]]
+    with open(out, encoding="utf-8") as f:
+        assert json.load(f) == doc
+
+
+def test_constant_names_and_values_are_checked() -> None:
+    from benchmarks.strategies import parse_constant
+
+    assert parse_constant("split_min_r_blocks=1,2,8") == ("split_min_r_blocks", [1, 2, 8])
+    for bad in ["split_min_r_blocks", "no_such_constant=1", "max_warps=a,b", "max_warps="]:
+        with pytest.raises(ValueError, match="--constant"):
+            parse_constant(bad)
