@@ -1,10 +1,10 @@
 """Every kernel strategy and launch candidate that applies to each workload, timed on one GPU.
 
-    python benchmarks/strategies.py [--only sum_f32,tsum | --graph G.json ...] [--out FILE] [--jobs N]
+    python benchmarks/strategies.py [--only sum_f32,tsum,colsum_f16 | --graph G.json ...] [--out FILE] [--jobs N]
     python benchmarks/strategies.py --constant split_min_r_blocks=1,2,4,8 [--only ...]
 
-For each workload of the suite (tests/fixtures/suite.py) and of docs/inductor.md's six
-(tests/fixtures/programs.py), captured at full size: every compute launch's chosen tiling
+For each workload of the suite (tests/fixtures/suite.py; its `HELDOUT` workloads where --only names
+them) and of docs/inductor.md's six (tests/fixtures/programs.py), captured at full size: every compute launch's chosen tiling
 (`codegen.choice.choose`) and each strategy of `strategies.TABLE` that applies to it, with each of
 its launch candidates (`codegen.choice.candidates`), and row tiles of the most warps on twice as many
 (`wider`). Each variant's module (the other launches as
@@ -43,13 +43,15 @@ FORMAT = "fuseopt-bench-strategies/1"
 
 
 def workloads(only: list[str], graphs: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """(kind, name): the suite's and the six, or with `graphs` those graph files (kind "file")."""
+    """(kind, name): the suite's and the six, and the held-out workloads where `only` names them;
+    or with `graphs` those graph files (kind "file")."""
     if graphs:
         return [("file", g) for g in graphs]
-    from tests.fixtures.suite import SUITE
+    from tests.fixtures.suite import HELDOUT, SUITE
     from tests.fixtures.workloads import WORKLOADS
 
     names = [("suite", n) for n in SUITE] + [("six", n) for n in WORKLOADS]
+    names += [("suite", n) for n in HELDOUT if n in only]
     return [(k, n) for k, n in names if not only or n in only]
 
 

@@ -71,3 +71,12 @@ def test_constant_names_and_values_are_checked() -> None:
     for bad in ["split_min_r_blocks", "no_such_constant=1", "max_warps=a,b", "max_warps="]:
         with pytest.raises(ValueError, match="--constant"):
             parse_constant(bad)
+
+
+def test_held_out_workloads_only_where_named() -> None:
+    from benchmarks.strategies import workloads
+    from tests.fixtures.suite import HELDOUT
+
+    everything = workloads([])
+    assert not {n for _, n in everything} & set(HELDOUT) and len(everything) >= 37
+    assert workloads(["colsum_f16", "sum_f32"]) == [("suite", "sum_f32"), ("suite", "colsum_f16")]

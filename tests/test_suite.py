@@ -9,7 +9,7 @@ import pytest
 from benchmarks.suite import FORMAT, report, run_suite
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
-from tests.fixtures.suite import SUITE, captured
+from tests.fixtures.suite import HELDOUT, SUITE, captured
 
 # A reduction, a pooling in channels-last bf16, an odd-shaped fp16 norm, a zoo piece with a mask.
 REPRESENTATIVE = ["sum_f32", "avg_s2_cl_bf16", "ln_f16_odd", "zoo_attn"]
@@ -46,3 +46,16 @@ def test_every_workload_captures_and_plans(name: str) -> None:
     graph, _ = captured(name, small=True)
     stage = optimize(graph, Options())
     assert graph.name == name and 1 <= len(stage.plan.kernels) <= len(graph.nodes)
+
+
+@pytest.mark.parametrize("name", sorted(HELDOUT))
+def test_every_held_out_workload_matches_the_reference(name: str) -> None:
+    """The workloads rules are checked on besides the suite: captured small, planned, and the
+    generated module run under the interpreter against the reference."""
+    from fuseopt.codegen.options import CodegenOptions
+    from tests.strategies import check
+
+    assert name not in SUITE
+    graph, _ = captured(name, small=True)
+    stage = optimize(graph, Options())
+    check(stage.graph, stage.plan, CodegenOptions())
