@@ -159,11 +159,14 @@ def test_a_split_contiguous_along_x_reads_a_cache_line_a_row(dtype: str, columns
     assert planned is not None and planned.config.block("XBLOCK") == tu.split_xblock
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", pytest.param("float16", marks=pytest.mark.slow)])
-def test_a_16_bit_column_sum_split_64_columns_wide_matches_the_reference(dtype: str) -> None:
-    """The 64-column partial tile with masked columns and chunks that do not divide r, run
-    under the interpreter against the reference."""
-    g = _reduction(70, 600, along_x=True, dtype=dtype)  # 70 columns: masked; 600 rows: 5 blocks of 128
+@pytest.mark.parametrize(
+    ("dtype", "columns"),
+    [("bfloat16", 64), pytest.param("float16", 64, marks=pytest.mark.slow), ("int8", 128)],
+)
+def test_a_narrow_column_sum_split_a_cache_line_wide_matches_the_reference(dtype: str, columns: int) -> None:
+    """The partial tile of 64 16-bit or 128 8-bit columns, with masked columns and chunks that do
+    not divide r, run under the interpreter against the reference."""
+    g = _reduction(70, 600, along_x=True, dtype=dtype)  # 70 columns: masked; 600 rows: uneven chunks
     opts = dataclasses.replace(
         CodegenOptions(),
         persistent_rnumel=0,
@@ -174,6 +177,6 @@ def test_a_16_bit_column_sum_split_64_columns_wide_matches_the_reference(dtype: 
     )
     plan = optimize(g).plan
     (t,) = tilings_of(g, plan, opts)
-    assert isinstance(t.strategy, SplitPartial) and t.config.block("XBLOCK") == 64
+    assert isinstance(t.strategy, SplitPartial) and t.config.block("XBLOCK") == columns
     part = _partial(check(g, plan, opts))
     assert "xmask" in part and "tl.minimum(" in part
