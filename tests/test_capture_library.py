@@ -27,7 +27,7 @@ from fuseopt.capture.origins import origin_of, sanitized
 from fuseopt.interp import run_graph
 from fuseopt.io.load import load_text
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Binary, Cast, Const, Expr, Load, Unary, Var, Where, to_text, walk
+from fuseopt.ir.expr import Binary, Cast, Const, Expr, Load, Masked, Unary, Var, Where, to_text, walk
 from fuseopt.ir.graph import ComputeNode, LibraryNode
 from fuseopt.ir.serialize import dump_json
 
@@ -93,6 +93,19 @@ def relative_buckets(emb: Any) -> Any:
     large = 4 + (torch.log(rp.float() / 4) / math.log(16 / 4) * 4).long()
     buckets = buckets + torch.where(rp < 4, rp, torch.min(large, torch.full_like(large, 7)))
     return F.embedding(buckets, emb)
+
+
+@program("shifted_lookups", _ints(9, 2, 6), _randn(9, 4))
+def shifted_lookups(ids: Any, w: Any) -> Any:
+    """Indices built by slicing and padding, looked up: BART's decoder inputs (shifted right, a
+    start token, -100 replaced) and a shift left padded at the end. An index read under a mask
+    whose loads would leave the storage where the mask fails (the first and the last position)."""
+    right = ids.new_zeros(ids.shape)
+    right[:, 1:] = ids[:, :-1].clone()
+    right[:, 0] = 2
+    right.masked_fill_(right == -100, 1)
+    left = F.pad(ids[:, 1:], (0, 1), value=0)
+    return F.embedding(right, w) * 2, F.embedding(left, w) + 1
 
 
 @program("var_mean_keepdim", _randn(4, 32), _randn(2, 3, 16))
@@ -164,7 +177,7 @@ PROGRAMS["module"] = (BLOCK, (_randn(2, 8), _randn(2, 8)))
 
 # Inductor's kernel count for each program (meta.inductor), GPU plan under the emulation.
 KERNELS = {
-    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
+    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
     "qkv_attention": 4, "sort_scan": 5, "module": 6,
 }  # fmt: skip
 
@@ -216,6 +229,15 @@ def _values(cap: Capture) -> str:
 
 
 # -- 1. indirect indexing -----------------------------------------------------------------------
+def test_shifted_lookups_run_in_generated_code(captured: Callable[[str], Capture]) -> None:
+    """The masked index's clamped loads, through code generation: the module matches the reference."""
+    from fuseopt.passes.pipeline import optimize
+    from tests.strategies import check
+
+    stage = optimize(captured("shifted_lookups").graph)
+    check(stage.graph, stage.plan)
+
+
 def test_indirect_indices_are_loads_with_inductors_wrap(captured: Callable[[str], Capture]) -> None:
     text = _values(captured("lookups"))
     assert "indirect" not in text
@@ -327,6 +349,44 @@ def test_integer_conditions_compile_exactly(a: int, b: int, n: int) -> None:
         assert _eval(tree, env) == (a if want else 0), op
     both = compiler(Cast(Binary("and", Binary("ge", va, Const(0)), Binary("lt", va, vb)), DType.int64))
     assert _eval(both, env) == int(0 <= a < b)
+
+
+def _eval_loads(e: Expr, env: dict[str, int], tables: dict[str, list[int]]) -> int:
+    """`_eval` where a load reads its table at its index, which must lie in the table."""
+    if isinstance(e, Load):
+        i = _eval_loads(e.index, env, tables)
+        assert 0 <= i < len(tables[e.buffer]), f"{to_text(e)} reads {i}"
+        return tables[e.buffer][i]
+    if isinstance(e, Const | Var):
+        return _eval(e, env)
+    kids = {f"_{k}": _eval_loads(c, env, tables) for k, c in enumerate(e.children())}
+    return _eval(e.with_children(tuple(Var(k) for k in kids)), kids)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-50, 50), min_size=1, max_size=12),
+    st.integers(-15, 15),
+    st.integers(-3, 3),
+    st.integers(-20, 20),
+    st.floats(-5, 5).map(round),
+)
+def test_masked_index_reads_inside_its_storage(
+    table: list[int], shift: int, k: int, x: int, other: float
+) -> None:
+    """masked(x + k < n, t[x + shift], other), Inductor's form of a shifted or padded index (a
+    float fill value too): the same value as torch's where at every x, and every load of the
+    compiled tree reads inside the storage, whichever side of the condition x is on."""
+    n = len(table)
+    cond = Binary("lt", Binary("add", Var("x"), Const(k)), Const(n))
+    body = Load("t", Binary("add", Var("x"), Const(shift)))
+    tree = IndexCompiler("n0", {"x": 64}, {"t": n}.__getitem__)(Masked(cond, body, Const(float(other))))
+    assert _is_index_grammar(tree)
+    taken = x + k < n
+    if taken and not 0 <= x + shift < n:
+        return  # the program itself would read outside: not a valid point
+    want = table[x + shift] if taken else int(other)
+    assert _eval_loads(tree, {"x": x}, {"t": table}) == want
 
 
 def test_index_compiler_refuses_floats_of_loads() -> None:

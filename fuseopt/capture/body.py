@@ -140,6 +140,10 @@ class BodyEnv(Protocol):
 
     def load(self, name: str, index: sympy.Expr, ctx: NodeContext) -> Expr: ...
 
+    def storage_size(self, buffer: str) -> int:
+        """The storage size, in elements, of a buffer a load reads (by the name it has in the graph)."""
+        ...
+
     def output_of(self, part: ReductionPart, index: int, store: Load, ctx: NodeContext) -> str:
         """The buffer of output `index` of the multi-output reduction `part` belongs to (made, at
         this node's loops and store index, where nothing writes it)."""
@@ -231,7 +235,7 @@ class BodyHandler:
         # the index. The prefix cannot be one of Inductor's (SymT prefixes are short lowercase words).
         n = int(size)
         sizes = {name: self._ctx.var_ranges[sym] for sym, name in self._ctx.loop_vars.items()}
-        index = IndexCompiler(self._ctx.node, sizes)(self._value(x))
+        index = IndexCompiler(self._ctx.node, sizes, self._env.storage_size)(self._value(x))
         if wrap_neg:
             index = wrapped(index, n)
         proved = proved_in_range(index, n, sizes, self._ctx.node)

@@ -246,6 +246,10 @@ class Converter:
             tree = Binary("add", tree, term)
         return tree
 
+    def storage_size(self, buffer: str) -> int:
+        inductor = next((k for k, v in sorted(self.renames.items()) if v == buffer), buffer)
+        return self._storage_size(inductor)
+
     def _storage_size(self, name: str) -> int:
         if name in self.graph.constants:
             t = self.graph.constants[name]

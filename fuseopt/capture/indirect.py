@@ -8,6 +8,8 @@ loads of integer buffers, nothing else, so the conversion is exact integer arith
 - a comparison `a < b` of integers is the step `-(min(a - b, 0) // M)` with `M = 2**62` (0 or 1 for
   every |a - b| <= M; int64 values of real indices are far smaller), `where(c, a, b)` is
   `b + c*(a - b)`, `&` is `*`, `~c` is `1 - c`;
+  `masked(c, body, other)` is the where, each load of the body clamped into its buffer's storage
+  (it may lie outside where `c` fails: a token tensor shifted right reads position -1);
 - the wrap is `v - n*(min(v, 0) // M)` (that is `v + n*[v < 0]`);
 - the check: an index outside `[0, n)` must not read another element silently. Where the dim is the
   outermost of the access (the index is `c*w + rest` with `rest` in `[0, c)` and `c*n` the whole
@@ -27,12 +29,26 @@ several expressions, too many steps) is refused by name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fuseopt.capture.errors import CaptureError
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Binary, Cast, Const, Expr, IndexValue, Load, Unary, Var, Where, to_text, walk
+from fuseopt.ir.expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    IndexValue,
+    Load,
+    Masked,
+    Unary,
+    Var,
+    Where,
+    to_text,
+    transform,
+    walk,
+)
 
 STEP = 2**62  # M above: larger than any |a - b| an index compares
 MAX_DENOMINATOR = 1024
@@ -94,9 +110,10 @@ def wrapped(v: Expr, size: int) -> Expr:
 class IndexCompiler:
     """An integer value tree (the argument of `indirect_indexing`) -> an index expression tree."""
 
-    def __init__(self, node: str, loop_sizes: Mapping[str, int]):
+    def __init__(self, node: str, loop_sizes: Mapping[str, int], storage: Callable[[str], int] | None = None):
         self.node = node
         self.loop_sizes = loop_sizes
+        self.storage = storage  # a buffer's storage size, for the loads of a masked value
 
     def __call__(self, e: Expr) -> Expr:
         return self._int(e)
@@ -144,7 +161,27 @@ class IndexCompiler:
         if isinstance(e, Where):
             a, b = self._int(e.a), self._int(e.b)
             return _add(b, _mul(self._bool(e.cond), _sub(a, b)))
+        if isinstance(e, Masked):
+            # The body's loads read only where the condition holds, where their indices are in
+            # range; clamped into the storage, they read some element elsewhere, and the product
+            # by the 0/1 condition discards it.
+            c = self._bool(e.cond)
+            body = transform(self._int(e.body), lambda x: self._clamped(x, e))
+            other = e.other
+            if isinstance(other, Const) and type(other.value) is float and other.value.is_integer():
+                other = Const(int(other.value))  # Inductor's fill value of an integer masked load
+            other = self._int(other)
+            return _add(other, _mul(c, _sub(body, other)))
         raise self._error(e, "uses an operation that has no exact integer form")
+
+    def _clamped(self, x: Expr, masked: Expr) -> Expr | None:
+        """A load of a masked value with its index clamped into the buffer's storage."""
+        if not isinstance(x, Load):
+            return None
+        if self.storage is None:
+            raise self._error(masked, "loads under a condition from a buffer of unknown size")
+        last = Const(self.storage(x.buffer) - 1)
+        return x.with_children((Binary("maximum", Binary("minimum", x.index, last), Const(0)),))
 
     def _fitted(self, e: Cast) -> Expr:
         """A float function of one integer expression `u` of the loop variables, cast to an
