@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fuseopt.capture import Capture, CaptureError, capture_program
-from fuseopt.capture.indirect import STEP, IndexCompiler, fit_floor, less_than, wrapped
+from fuseopt.capture.indirect import IndexCompiler, fit_floor, less_than, wrapped
 from fuseopt.capture.origins import origin_of, sanitized
 from fuseopt.interp import run_graph
 from fuseopt.io.load import load_text
@@ -108,6 +108,36 @@ def shifted_lookups(ids: Any, w: Any) -> Any:
     return F.embedding(right, w) * 2, F.embedding(left, w) + 1
 
 
+@program("log_buckets", _randn(8, 3))
+def log_buckets(emb: Any) -> Any:
+    """DeBERTa-v2's log-spaced relative positions (sign, abs and a log of d = i - j, written as
+    -j + i and as i - j), shifted and clamped, looked up."""
+    rel = torch.arange(6)[:, None] - torch.arange(6)[None, :]
+    sign, mid = torch.sign(rel), 2
+    near = (rel < mid) & (rel > -mid)
+    abs_pos = torch.where(near, torch.tensor(mid - 1).type_as(rel), torch.abs(rel))
+    log_pos = torch.ceil(torch.log(abs_pos / mid) / math.log(7 / mid) * (mid - 1)) + mid
+    bucket = torch.where(abs_pos <= mid, rel.type_as(log_pos), log_pos * sign).long()
+    return F.embedding(torch.clamp(bucket + 4, 0, 7), emb)
+
+
+@program("window_index", _randn(28, 2))
+def window_index(table: Any) -> Any:
+    """BEiT's relative position index of a 3 x 3 window with a class token (writes to the first
+    row and column, then a lookup): a chain of wheres nested in each other's else branch."""
+    coords = torch.stack(torch.meshgrid(torch.arange(3), torch.arange(3), indexing="ij")).flatten(1)
+    rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0).contiguous()
+    rel[:, :, 0] += 2
+    rel[:, :, 1] += 2
+    rel[:, :, 0] *= 5
+    index = torch.zeros((10, 10), dtype=rel.dtype)
+    index[1:, 1:] = rel.sum(-1)
+    index[0, 0:] = 25
+    index[0:, 0] = 26
+    index[0, 0] = 27
+    return table[index.view(-1)].view(10, 10, 2).permute(2, 0, 1) * 2
+
+
 @program("var_mean_keepdim", _randn(4, 32), _randn(2, 3, 16))
 def var_mean_keepdim(x: Any, y: Any) -> Any:
     """Both outputs returned as they are (the size-1 dims' strides differ) and used further."""
@@ -177,7 +207,7 @@ PROGRAMS["module"] = (BLOCK, (_randn(2, 8), _randn(2, 8)))
 
 # Inductor's kernel count for each program (meta.inductor), GPU plan under the emulation.
 KERNELS = {
-    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
+    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
     "qkv_attention": 4, "sort_scan": 5, "module": 6,
 }  # fmt: skip
 
@@ -243,7 +273,7 @@ def test_indirect_indices_are_loads_with_inductors_wrap(captured: Callable[[str]
     assert "indirect" not in text
     assert "w[x2 + 8 * ids[5 * x0 + x1]]" in text  # embedding: the outer dim, no check term needed
     # index_select/x[neg] wrap negative indices as Inductor does: v + n*[v < 0]
-    assert f"- 4 * (minimum(neg[x0], 0) // {STEP})" in text
+    assert "neg[x0] - 4 * minimum(maximum(neg[x0], -1), 0)" in text
 
 
 def test_out_of_range_indirect_index_is_reported_not_read() -> None:
@@ -387,6 +417,50 @@ def test_masked_index_reads_inside_its_storage(
         return  # the program itself would read outside: not a valid point
     want = table[x + shift] if taken else int(other)
     assert _eval_loads(tree, {"x": x}, {"t": table}) == want
+
+
+def _where_chain(levels: list[tuple[int, int]]) -> Expr:
+    """where(x == k1, v1, where(x == k2, v2, ... t[0])): Inductor's form of writes into a row or
+    column of an index (BEiT's relative position index)."""
+    tree: Expr = Load("t", Const(0))
+    for k, v in reversed(levels):
+        tree = Where(Binary("eq", Var("x"), Const(k)), Const(v), tree)
+    return tree
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-1, 9), st.integers(-50, 50)), min_size=1, max_size=16), st.integers(0, 7)
+)
+def test_where_chains_compile_exactly(levels: list[tuple[int, int]], x: int) -> None:
+    compiled = IndexCompiler("n0", {"x": 8})(_where_chain(levels))
+    assert _is_index_grammar(compiled)
+    want = next((v for k, v in levels if k == x), 7)
+    assert _eval_loads(compiled, {"x": x}, {"t": [7]}) == want
+
+
+def test_where_chains_grow_linearly() -> None:
+    """`b + c*(a - b)` would double the nested `b` at every level: 40 levels would not fit the
+    format's 4096 characters an expression."""
+    for depth in (10, 20, 40):
+        text = to_text(IndexCompiler("n0", {"x": 64})(_where_chain([(k, k) for k in range(depth)])))
+        assert len(text) <= 100 * depth
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-(2**40), 2**40), st.integers(-(2**40), 2**40))
+def test_sign_and_abs_compile_exactly(a: int, b: int) -> None:
+    """sign and abs of an integer (DeBERTa's relative positions), and comparisons of a difference
+    that cannot be negative, against Python's."""
+    env = {"a": a, "b": b}
+    va, vb = Load("a", Const(0)), Load("b", Const(0))
+    compiler = IndexCompiler("n0", {})
+    d = Binary("sub", va, vb)
+    assert _eval(compiler(Unary("sign", d)), env) == (a > b) - (a < b)
+    assert _eval(compiler(Unary("abs", d)), env) == abs(a - b)
+    x = Var("x")  # a loop variable: x != 0 as min(x, 1)
+    for v in (0, 1, 5):
+        assert _eval(compiler(Where(Binary("ne", x, Const(0)), va, vb)), {**env, "x": v}) == (a if v else b)
 
 
 def test_index_compiler_refuses_floats_of_loads() -> None:

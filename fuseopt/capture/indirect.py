@@ -5,20 +5,23 @@ a negative `v` is `v + n` (`where(v < 0, v + n, v)`), and with `check` the index
 (a device assert on a GPU). FORMAT index expressions have `+ - * // % min max`, loop variables and
 loads of integer buffers, nothing else, so the conversion is exact integer arithmetic:
 
-- a comparison `a < b` of integers is the step `-(min(a - b, 0) // M)` with `M = 2**62` (0 or 1 for
-  every |a - b| <= M; int64 values of real indices are far smaller), `where(c, a, b)` is
-  `b + c*(a - b)`, `&` is `*`, `~c` is `1 - c`;
+- a comparison is exact arithmetic of the difference `d = a - b`, which appears once: `sign(d)` is
+  `min(max(d, -1), 1)`, `[a < b]` is `-min(max(d, -1), 0)`, `[a != b]` is `(sign(d) + 2) % 2`;
+  `&` is `*`, `~c` is `1 - c`; `where(c, a, b)` is `b + c*(a - b)`, or `c*a + (1 - c)*b` where `b`
+  is the longer (a chain of wheres nested in `b` then grows linearly, not doubling at each level);
   `masked(c, body, other)` is the where, each load of the body clamped into its buffer's storage
-  (it may lie outside where `c` fails: a token tensor shifted right reads position -1);
-- the wrap is `v - n*(min(v, 0) // M)` (that is `v + n*[v < 0]`);
+  (it may lie outside where `c` fails: a token tensor shifted right reads position -1); operations
+  of literals are folded;
+- the wrap is `v - n*min(max(v, -1), 0)` (that is `v + n*[v < 0]`);
 - the check: an index outside `[0, n)` must not read another element silently. Where the dim is the
   outermost of the access (the index is `c*w + rest` with `rest` in `[0, c)` and `c*n` the whole
   storage) any such index already falls outside the buffer, which the interpreter reports by node;
   otherwise the converter adds `S*(w // n)` (S: the buffer's storage size), zero inside `[0, n)` and
   out of the storage outside it (`fuseopt.capture.convert`).
 
-A float computed from one integer expression `u` of the loop variables and cast to an integer
-(nearest-neighbour upsampling: `cast(cast(x1, float32) * 0.6, int64)`; T5's relative-position
+A float computed from one integer expression `u` of the loop variables (every integer expression it
+reads is `u`, `±u + k`, or a function of those: DeBERTa-v2's buckets read `x1 - x2` and `|x2 - x1|`)
+and cast to an integer (nearest-neighbour upsampling: `cast(cast(x1, float32) * 0.6, int64)`; T5's relative-position
 buckets: a log of `|x1 - x2|`) is evaluated by the reference interpreter at every value `u` can take
 (its interval over the loop box) and replaced by the integer form `(p*u + r) // q` with the smallest
 `q` that gives the same index at every point, else by `v0 + sum of c*[u >= k]` over its steps (at
@@ -33,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fuseopt.capture.errors import CaptureError
+from fuseopt.ir.bounds import linear_form
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import (
     Binary,
@@ -50,7 +54,7 @@ from fuseopt.ir.expr import (
     walk,
 )
 
-STEP = 2**62  # M above: larger than any |a - b| an index compares
+HUGE = 2**62  # a float cast to an integer this large is no index (an overflow, log(0))
 MAX_DENOMINATOR = 1024
 MAX_POINTS = 1 << 16  # values of the argument evaluated for a fit
 MAX_STEPS = 32  # steps of a curve written as a sum of steps
@@ -68,12 +72,32 @@ class Indirect:
     check: bool
 
 
+_FOLD: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "minimum": min,
+    "maximum": max,
+}
+
+
+def _bin(op: str, a: Expr, b: Expr) -> Expr:
+    """`a op b`, folded where both are integer literals."""
+    if isinstance(a, Const) and isinstance(b, Const) and type(a.value) is int and type(b.value) is int:
+        return Const(_FOLD[op](a.value, b.value))
+    return Binary(op, a, b)
+
+
 def _sub(a: Expr, b: Expr) -> Expr:
     if isinstance(b, Const) and b.value == 0:
         return a
-    if isinstance(b, Const) and type(b.value) is int and b.value < 0:
+    if a == Const(1) and isinstance(b, Binary) and b.op == "sub" and b.a == Const(1):
+        return b.b  # 1 - (1 - c): the negation of a negated condition
+    if isinstance(b, Const) and type(b.value) is int and b.value < 0 and not isinstance(a, Const):
         return Binary("add", a, Const(-b.value))
-    return Binary("sub", a, b)
+    return _bin("sub", a, b)
 
 
 def _add(a: Expr, b: Expr) -> Expr:
@@ -81,7 +105,7 @@ def _add(a: Expr, b: Expr) -> Expr:
         return b
     if isinstance(b, Const) and b.value == 0:
         return a
-    return Binary("add", a, b)
+    return _bin("add", a, b)
 
 
 def _mul(a: Expr, b: Expr) -> Expr:
@@ -89,22 +113,54 @@ def _mul(a: Expr, b: Expr) -> Expr:
         return b
     if isinstance(b, Const) and b.value == 1:
         return a
-    return Binary("mul", a, b)
+    if isinstance(a, Const) and a.value == 0 or isinstance(b, Const) and b.value == 0:
+        return Const(0)
+    return _bin("mul", a, b)
+
+
+def sign(d: Expr) -> Expr:
+    """-1, 0 or 1: min(max(d, -1), 1); min(d, 1) where d cannot be negative."""
+    return _bin("minimum", d if nonnegative(d) else _bin("maximum", d, Const(-1)), Const(1))
 
 
 def less_than(a: Expr, b: Expr) -> Expr:
-    """[a < b] as 0/1: -(min(a - b, 0) // M)."""
-    return Unary("neg", Binary("floordiv", Binary("minimum", _sub(a, b), Const(0)), Const(STEP)))
+    """[a < b] as 0/1: -min(max(a - b, -1), 0)."""
+    return _neg(_bin("minimum", _bin("maximum", _sub(a, b), Const(-1)), Const(0)))
+
+
+def differs(a: Expr, b: Expr) -> Expr:
+    """[a != b] as 0/1: (sign(a - b) + 2) % 2; sign(a - b) where a - b cannot be negative."""
+    d = _sub(a, b)
+    return sign(d) if nonnegative(d) else _bin("mod", _bin("add", sign(d), Const(2)), Const(2))
+
+
+def select(c: Expr, a: Expr, b: Expr) -> Expr:
+    """where(c, a, b) for a 0/1 `c`: `b + c*(a - b)`, or `c*a + (1 - c)*b` where `b` is the longer."""
+    if isinstance(c, Const):
+        return a if c.value else b
+    if len(to_text(b)) > len(to_text(c)):
+        return _add(_mul(c, a), _mul(_sub(Const(1), c), b))
+    return _add(b, _mul(c, _sub(a, b)))
+
+
+def _neg(a: Expr) -> Expr:
+    return Const(-a.value) if isinstance(a, Const) and type(a.value) is int else Unary("neg", a)
 
 
 def wrapped(v: Expr, size: int) -> Expr:
-    """where(v < 0, v + size, v): v - size*(min(v, 0) // M); v itself where it cannot be negative."""
+    """where(v < 0, v + size, v): v - size*min(max(v, -1), 0); v itself where it cannot be negative."""
     if nonnegative(v):
         return v
     if isinstance(v, Const):
         return Const(v.value + size if int(v.value) < 0 else v.value)
-    floor = Binary("floordiv", Binary("minimum", v, Const(0)), Const(STEP))
-    return Binary("sub", v, _mul(Const(size), floor))
+    return Binary("sub", v, _mul(Const(size), _bin("minimum", _bin("maximum", v, Const(-1)), Const(0))))
+
+
+def _abs(x: Expr) -> Expr:
+    return _bin("maximum", x, _neg(x))
+
+
+_UNARY = {"neg": _neg, "sign": sign, "abs": _abs}  # sign: DeBERTa's relative positions
 
 
 class IndexCompiler:
@@ -144,11 +200,11 @@ class IndexCompiler:
             if e.to.value == "bool":
                 return self._bool(e.x)
             raise self._error(e, f"casts to {e.to.value}")
-        if isinstance(e, Unary) and e.op == "neg":
-            return Unary("neg", self._int(e.x))
+        if isinstance(e, Unary) and e.op in _UNARY:
+            return _UNARY[e.op](self._int(e.x))
         if isinstance(e, Binary):
             if e.op in _ARITH:
-                return Binary(_ARITH[e.op], self._int(e.a), self._int(e.b))
+                return _bin(_ARITH[e.op], self._int(e.a), self._int(e.b))
             if (
                 e.op in ("floordiv", "mod")
                 and isinstance(e.b, Const)
@@ -159,8 +215,7 @@ class IndexCompiler:
             if e.op in _COMPARE or e.op in ("and", "or"):
                 return self._bool(e)
         if isinstance(e, Where):
-            a, b = self._int(e.a), self._int(e.b)
-            return _add(b, _mul(self._bool(e.cond), _sub(a, b)))
+            return select(self._bool(e.cond), self._int(e.a), self._int(e.b))
         if isinstance(e, Masked):
             # The body's loads read only where the condition holds, where their indices are in
             # range; clamped into the storage, they read some element elsewhere, and the product
@@ -170,8 +225,7 @@ class IndexCompiler:
             other = e.other
             if isinstance(other, Const) and type(other.value) is float and other.value.is_integer():
                 other = Const(int(other.value))  # Inductor's fill value of an integer masked load
-            other = self._int(other)
-            return _add(other, _mul(c, _sub(body, other)))
+            return select(c, body, self._int(other))
         raise self._error(e, "uses an operation that has no exact integer form")
 
     def _clamped(self, x: Expr, masked: Expr) -> Expr | None:
@@ -196,13 +250,13 @@ class IndexCompiler:
             raise self._error(e, f"takes {hi - lo + 1} values (at most {MAX_POINTS} are fitted)")
         probe = Var("t")
         f = _replace(e, u, Binary("add", probe, Const(lo)) if lo else probe)
-        if any(isinstance(v, Var) and v.name != "t" for v in walk(f)):
+        if not _only(f, "t"):
             raise self._error(e, "computes with floats of several integer expressions")
         values = evaluate_over(f, "t", hi - lo + 1)
         # Free points: values u never takes, and casts of a float out of int64's range (log(0) =
         # -inf: undefined in C and Triton, INT64_MIN on torch's CPU; T5 computes it in the branch
         # of a `where` it does not take). Each gets its neighbour's value: no step there.
-        free = [lo + k not in reachable or abs(v) >= STEP for k, v in enumerate(values)]
+        free = [lo + k not in reachable or abs(v) >= HUGE for k, v in enumerate(values)]
         if all(free):
             raise self._error(e, f"overflows int64 at every value of {to_text(u)}")
         first = free.index(False)
@@ -243,8 +297,9 @@ class IndexCompiler:
 
     def _argument(self, e: Expr) -> Expr:
         """The one integer expression of loop variables that the float expression `e` is a
-        function of: the operand of every integer-to-float cast (or `index(...)`) containing a
-        loop variable; refused when there are several different ones."""
+        function of: among the operands of its integer-to-float casts (or `index(...)`) containing
+        a loop variable, the first that every other one is a function of (DeBERTa's buckets read
+        `d` and `|d|`, `d = x1 - x2`); refused when there is none."""
         found: list[Expr] = []
 
         def visit(x: Expr) -> None:
@@ -261,9 +316,11 @@ class IndexCompiler:
 
         visit(e)
         distinct = list(dict.fromkeys(found))
-        if len(distinct) != 1:
-            raise self._error(e, "computes with floats of several integer expressions")
-        return distinct[0]
+        probe = Var("t")
+        for u in distinct:
+            if all(_only(_replace(other, u, probe), probe.name) for other in distinct):
+                return u
+        raise self._error(e, "computes with floats of several integer expressions")
 
     def _bool(self, e: Expr) -> Expr:
         """A condition as 0/1."""
@@ -275,24 +332,22 @@ class IndexCompiler:
                 if e.op in ("gt", "ge"):
                     a, b = b, a  # a > b is b < a
                 if e.op in ("le", "ge"):
-                    b = Binary("add", b, Const(1))  # a <= b is a < b + 1
+                    b = _add(b, Const(1))  # a <= b is a < b + 1
                 return less_than(a, b)
             if e.op in ("eq", "ne"):
-                a, b = self._int(e.a), self._int(e.b)
-                differs = Binary("add", less_than(a, b), less_than(b, a))
-                return differs if e.op == "ne" else Binary("sub", Const(1), differs)
+                ne = differs(self._int(e.a), self._int(e.b))
+                return ne if e.op == "ne" else _sub(Const(1), ne)
             if e.op == "and":
-                return Binary("mul", self._bool(e.a), self._bool(e.b))
+                return _mul(self._bool(e.a), self._bool(e.b))
             if e.op == "or":
-                return Binary("maximum", self._bool(e.a), self._bool(e.b))
+                return _bin("maximum", self._bool(e.a), self._bool(e.b))
         if isinstance(e, Unary) and e.op == "not":
-            return Binary("sub", Const(1), self._bool(e.x))
+            return _sub(Const(1), self._bool(e.x))
         if isinstance(e, Cast) and e.to.value == "bool":
             x = e.x
             if isinstance(x, Binary) and (x.op in _COMPARE or x.op in ("and", "or")):
                 return self._bool(x)
-            v = self._int(x)  # an integer as a condition: v != 0
-            return Binary("add", less_than(Const(0), v), less_than(v, Const(0)))
+            return differs(self._int(x), Const(0))  # an integer as a condition: v != 0
         raise self._error(e, "is a condition that has no exact integer form")
 
 
@@ -399,16 +454,32 @@ def _safe_interval(e: Expr, sizes: Mapping[str, int]) -> tuple[int, int]:
         return (-1, -1)
 
 
+def _only(e: Expr, var: str) -> bool:
+    """Whether `var` is the only loop variable of `e`."""
+    return all(v.name == var for v in walk(e) if isinstance(v, Var))
+
+
 def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
-    """`e` with every subtree equal to `old` (and every `index(old)` / int cast of it) as `new`."""
-    if e == old:
-        return new
-    if isinstance(e, IndexValue) and e.index == old:
-        return IndexValue(new)
-    kids = e.children()
-    if not kids:
-        return e
-    return e.with_children(tuple(_replace(c, old, new) for c in kids))
+    """`e` with every subtree equal to `old` (and every `index(old)` / int cast of it) as `new`, and
+    every integer subtree whose linear form is `±old + k` as `±new + k` (`-x1 + x2` is `-(x1 - x2)`)."""
+    form = linear_form(old)
+    negated = {a: -k for a, k in form.coeffs}
+
+    def rep(x: Expr) -> Expr:
+        if x == old:
+            return new
+        if isinstance(x, IndexValue) and x.index == old:
+            return IndexValue(new)
+        if isinstance(x, Binary | Unary) and x.op in ("add", "sub", "neg") and form.coeffs:
+            f = linear_form(x)
+            for sign_, coeffs in ((1, dict(form.coeffs)), (-1, negated)):
+                if dict(f.coeffs) == coeffs:
+                    k = f.const - sign_ * form.const
+                    return _add(new if sign_ == 1 else _neg(new), Const(k))
+        kids = x.children()
+        return x.with_children(tuple(rep(c) for c in kids)) if kids else x
+
+    return rep(e)
 
 
 def interval(e: Expr, sizes: Mapping[str, int]) -> tuple[int, int]:
