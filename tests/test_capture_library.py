@@ -138,6 +138,14 @@ def window_index(table: Any) -> Any:
     return table[index.view(-1)].view(10, 10, 2).permute(2, 0, 1) * 2
 
 
+@program("cat_into_call", _randn(4, 3), _randn(4, 5), _randn(8, 6))
+def cat_into_call(a: Any, b: Any, w: Any) -> Any:
+    """A concatenation of two products read by another product (and by a reduction): the call
+    reads it whole, so it is copied from its slices into a buffer of its own (SwinV2's patch merging)."""
+    x = torch.cat([a @ w[:3, :3], b @ w[:5, :5]], dim=1)
+    return x @ w[:, :4], torch.cat([x, a], 1).sum(0)
+
+
 @program("var_mean_keepdim", _randn(4, 32), _randn(2, 3, 16))
 def var_mean_keepdim(x: Any, y: Any) -> Any:
     """Both outputs returned as they are (the size-1 dims' strides differ) and used further."""
@@ -207,7 +215,7 @@ PROGRAMS["module"] = (BLOCK, (_randn(2, 8), _randn(2, 8)))
 
 # Inductor's kernel count for each program (meta.inductor), GPU plan under the emulation.
 KERNELS = {
-    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
+    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
     "qkv_attention": 4, "sort_scan": 5, "module": 6,
 }  # fmt: skip
 
@@ -259,12 +267,14 @@ def _values(cap: Capture) -> str:
 
 
 # -- 1. indirect indexing -----------------------------------------------------------------------
-def test_shifted_lookups_run_in_generated_code(captured: Callable[[str], Capture]) -> None:
-    """The masked index's clamped loads, through code generation: the module matches the reference."""
+@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call"])
+def test_generated_code_matches_the_reference(captured: Callable[[str], Capture], name: str) -> None:
+    """Through code generation (a masked index's clamped loads; a concatenation assembled for a
+    library call): the module matches the reference."""
     from fuseopt.passes.pipeline import optimize
     from tests.strategies import check
 
-    stage = optimize(captured("shifted_lookups").graph)
+    stage = optimize(captured(name).graph)
     check(stage.graph, stage.plan)
 
 
@@ -489,6 +499,16 @@ def test_var_mean_keepdim_uses_both_outputs(captured: Callable[[str], Capture]) 
 
 
 # -- 3./4. library calls --------------------------------------------------------------------------
+def test_concatenation_read_by_a_call_is_assembled(captured: Callable[[str], Capture]) -> None:
+    """The call reads a buffer that one node writes from the slices; that node is counted in the
+    call's Inductor kernel."""
+    graph = captured("cat_into_call").graph
+    (made,) = [n for n in graph.nodes if isinstance(n, ComputeNode) and n.name.endswith(n.store.buffer)]
+    readers = [n for n in _calls(captured("cat_into_call")) if made.store.buffer in n.read_buffers()]
+    assert readers
+    assert any(made.name in k and readers[0].name in k for k in graph.meta["inductor"]["kernels"])
+
+
 def test_every_extern_is_a_library_call(captured: Callable[[str], Capture]) -> None:
     ops = {
         name: sorted({n.op for n in _calls(captured(name))})

@@ -411,14 +411,35 @@ class Converter:
         assert out is not None
         return out
 
+    def _assemble(self, concat: Concat, reader: str) -> None:
+        """A concatenation a library call reads (its slices are separate buffers; FORMAT has no
+        aliasing) copied from its slices into a buffer of its own name, once, by a pointwise node
+        `<reader>_<concatenation>` counted in the call's Inductor kernel (`Draft.companions`)."""
+        if concat.name in self.written:
+            return
+        shape = concat.layout.shape
+        syms = [sympy.Symbol(f"x{i}", integer=True, nonnegative=True) for i in range(len(shape))]
+        made = f"{reader}_{concat.name}"
+        ctx = NodeContext(made, {s: s.name for s in syms}, dict(zip(syms, shape, strict=True)), 1)
+        index = sympy.Add(*(st * s for st, s in zip(concat.layout.stride, syms, strict=True)))
+        value = self._concat_load(concat, index, ctx)
+        self.companions.setdefault(reader, []).append(made)
+        self.nodes.append(
+            {
+                "name": made,
+                "loops": [[s.name, n] for s, n in zip(syms, shape, strict=True)],
+                "store": to_text(Load(concat.name, ctx.index(index))),
+                "value": to_text(value),
+            }
+        )
+        self.written[concat.name] = concat.layout
+
     def _library_inputs(self, node: Any, name: str) -> list[str]:
         names: list[str] = []
         for inp in node.inputs:
             bname, lay = resolve(inp)
             if bname in self.concats:
-                raise CaptureError(
-                    f"extern input {bname} is a concatenation (FORMAT v1 has no aliasing views)", node=name
-                )
+                self._assemble(self.concats[bname], name)
             self.library_views.setdefault(bname, []).append((layout_of(lay, name), name))
             names.append(self.buffer_name(bname))
         return names
@@ -478,9 +499,7 @@ class Converter:
     def _tensor_ref(self, x: Any, name: str) -> TensorRef:
         bname, lay = resolve(x)
         if bname in self.concats:
-            raise CaptureError(
-                f"extern input {bname} is a concatenation (its slices are separate buffers)", node=name
-            )
+            self._assemble(self.concats[bname], name)
         if bname in self.graph.constants and bname not in self.constants_used:
             self.constants_used.append(bname)
         return TensorRef(bname, layout_of(lay, name))
