@@ -47,6 +47,37 @@ def test_too_large_and_explain_suggests_size() -> None:
     assert optimize(g).plan.metrics["kernels"] == 1
 
 
+@pytest.mark.parametrize(("rows", "fused"), [(32, True), (64, False)])
+def test_peak_memory_counts_elements_as_inductor_does(rows: int, fused: bool) -> None:
+    """Two kernels each reading a single-use library output of one size (Phi's rotary embedding of
+    q and of k) share 8 floats, 32 bytes. Inductor refuses the fusion when the shared outputs'
+    storage, in elements, exceeds 32 x the bytes saved: 1024 elements fuse, 2048 do not."""
+    n = rows * 32
+    text = f"""format: fuseopt-graph/1
+name: t
+buffers:
+  a: {{shape: [{rows}, 32], dtype: float32, role: input}}
+  w: {{shape: [32, 32], dtype: float32, role: input}}
+  v: {{shape: [32, 32], dtype: float32, role: input}}
+  s: {{shape: [8], dtype: float32, role: input}}
+  q: {{shape: [{rows}, 32], dtype: float32}}
+  k: {{shape: [{rows}, 32], dtype: float32}}
+  oq: {{shape: [{n}], dtype: float32, role: output}}
+  ok: {{shape: [{n}], dtype: float32, role: output}}
+nodes:
+  - {{name: mq, kind: extern, op: mm, inputs: [a, w], output: q}}
+  - {{name: mk, kind: extern, op: mm, inputs: [a, v], output: k}}
+  - {{name: rq, loops: [[i, {n // 8}], [j, 8]], store: 'oq[8*i + j]', value: 'q[8*i + j] * s[j]'}}
+  - {{name: rk, loops: [[i, {n // 8}], [j, 8]], store: 'ok[8*i + j]', value: 'k[8*i + j] + s[j]'}}
+"""
+    st = optimize(load_text(text, "t.yaml"))
+    assert any({"rq", "rk"} <= set(k.nodes) for k in st.plan.kernels) == fused
+    if not fused:
+        ex = explain(st, "rq", "rk", Options())
+        assert ex.reason == "peak_memory"
+        assert f"{n} elements vs 32 x 32 bytes saved" in ex.detail
+
+
 def test_cycle_is_refused_with_the_path() -> None:
     # na -> nm -> nc and na -> nc; nm (column sums) fuses with neither, so na + nc would be a cycle.
     g = graph(

@@ -9,7 +9,8 @@ Triton backend and `can_fuse_vertical`), first failing wins:
   no_shared_data /  the pair shares less than `memory_threshold` bytes of equal dependencies;
   index_mismatch    index_mismatch when it shares a buffer but indexes it differently
   too_large         more than max_fusion_size nodes
-  peak_memory       single-use inputs kept alive exceed peak_memory_factor x the bytes saved
+  peak_memory       single-use inputs kept alive (elements, as Inductor counts them) exceed
+                    peak_memory_factor x the bytes saved
   index_mismatch    vertical: a read of the producer's output is not the element it writes at the
                     same point of the fused kernel (`access_match.match_read`)
   would_create_cycle  a path producer -> other kernel -> consumer exists
@@ -242,7 +243,7 @@ def _pair_rules_of(state: FusionState, g1: Group, g2: Group, opts: Options, forw
     if peak is not None and peak > opts.peak_memory_factor * memory:
         return Verdict.no(
             "peak_memory",
-            f"single-use inputs kept alive: {peak} vs {opts.peak_memory_factor} x {memory} bytes saved",
+            f"single-use inputs kept alive: {peak} elements vs {opts.peak_memory_factor} x {memory} bytes saved",
             memory,
         )
 
@@ -451,7 +452,9 @@ def _shape_rule(state: FusionState, g1: Group, g2: Group) -> Verdict | str | Non
 
 
 def _peak_memory_overhead(state: FusionState, g1: Group, g2: Group, opts: Options) -> int | None:
-    """Inductor's can_fusion_increase_peak_memory: common reuse keys of single-use intermediate inputs."""
+    """Inductor's can_fusion_increase_peak_memory: common reuse keys of single-use intermediate
+    inputs, each counted as Inductor counts it, by its storage size in elements (the key's size),
+    against the bytes the fusion saves."""
     k1, k2 = _single_use_keys(state, g1), _single_use_keys(state, g2)
     common = [k for k in k1 if k in k2]
     if not common:
@@ -460,7 +463,8 @@ def _peak_memory_overhead(state: FusionState, g1: Group, g2: Group, opts: Option
 
 
 def _single_use_keys(state: FusionState, g: Group) -> dict[tuple[str, int], int]:
-    """Reuse keys (dtype, storage size) of the intermediate buffers g reads that have one reader."""
+    """Reuse keys (dtype, storage size) of the intermediate buffers g reads that have one reader,
+    each with its storage size in elements."""
     cache_key = (g.gid, state.version[g.gid])
     hit = state.single_use_cache.get(cache_key)
     if hit is not None:
@@ -470,6 +474,6 @@ def _single_use_keys(state: FusionState, g: Group) -> dict[tuple[str, int], int]
         buf = state.graph.buffer(d.buffer)
         if buf.role == "input" or len(state.users.get(d.buffer, ())) != 1:
             continue
-        out[(buf.dtype.value, buf.storage_size)] = buf.storage_size * buf.dtype.itemsize
+        out[(buf.dtype.value, buf.storage_size)] = buf.storage_size
     state.single_use_cache[cache_key] = out
     return out

@@ -16,7 +16,7 @@ class Options:
     scoring: str = "stable"  # stable | inductor
     max_fusion_size: int = 64  # Inductor's config.max_fusion_size
     loop_order: bool = True  # the loop-order unification pass (LOAF)
-    peak_memory_factor: int = 32  # reject when shared single-use inputs > factor x memory saved
+    peak_memory_factor: int = 32  # reject when shared single-use inputs (elements) > factor x bytes saved
     memory_threshold: int = 10  # bytes of shared data below which a pair is not worth fusing
     pair_window: int = 64  # Inductor's max_fusion_buffer_group_pairwise_attempts
     max_distance: int = 64  # Inductor's are_long_distant_nodes limit (horizontal, inductor mode)
