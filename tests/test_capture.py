@@ -454,6 +454,25 @@ def test_index_printer_walks_the_sympy_tree() -> None:
         p(_sym("s0") + x0)
 
 
+def test_index_printer_folds_digits_of_digits() -> None:
+    from torch.utils._sympy.functions import FloorDiv, ModularIndexing
+
+    x2, x3 = _sym("x2"), _sym("x3")
+    p = IndexPrinter({x2: "x2", x3: "x3"}, {}, "n")
+    a = 30 * x2 + x3
+    # Funnel's relative shift: 8 * (a // 8) + (a % 8) // 8 + (a + 16) % 32 % 8
+    e = (
+        8 * FloorDiv(a, 8)
+        + 8 * FloorDiv(ModularIndexing(a, 1, 8), 8)
+        + ModularIndexing(ModularIndexing(a + 16, 1, 32), 1, 8)
+    )
+    assert to_text(p(e + 240)) == "30 * x2 + x3 + 240"
+    assert to_text(p(ModularIndexing(ModularIndexing(a, 1, 32), 1, 8))) == "(30 * x2 + x3) % 8"
+    assert to_text(p(FloorDiv(ModularIndexing(a, 1, 8), 8))) == "0"
+    assert to_text(p(FloorDiv(FloorDiv(a, 4), 8))) == "(30 * x2 + x3) // 32"
+    assert to_text(p(ModularIndexing(ModularIndexing(a, 1, 12), 1, 8))) == "(30 * x2 + x3) % 12 % 8"
+
+
 def test_input_specs() -> None:
     assert parse_spec("float32[1024, 2048]").shape == (1024, 2048)
     assert parse_spec("int64[]").shape == ()

@@ -12,6 +12,7 @@ from typing import Any
 
 import sympy
 
+from fuseopt.capture.digits import merge_radix, simplified_digit
 from fuseopt.capture.errors import CaptureError
 from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var
 
@@ -92,7 +93,10 @@ class IndexPrinter:
 
     def _add(self, e: sympy.Add) -> Expr:
         # The printer's term order (deterministic), constants last; negative terms subtract.
-        terms = sorted(sympy.Add.make_args(e), key=self._term_key)
+        merged = merge_radix(e)
+        if not isinstance(merged, sympy.Add):
+            return self(merged)
+        terms = sorted(sympy.Add.make_args(merged), key=self._term_key)
         out: Expr | None = None
         for t in terms:
             negative = bool(t.as_coeff_Mul()[0].is_negative)
@@ -125,10 +129,16 @@ class IndexPrinter:
         return int(e)
 
     def _floordiv(self, e: Any) -> Expr:
+        simpler = simplified_digit(e)
+        if simpler is not e:
+            return self(simpler)
         base, div = e.args
         return Binary("floordiv", self(base), Const(self._positive(div, "a floor-division divisor")))
 
     def _modular_indexing(self, e: Any) -> Expr:
+        simpler = simplified_digit(e)
+        if simpler is not e:
+            return self(simpler)
         base, div, mod = e.args
         d = self._positive(div, "a ModularIndexing divisor")
         m = self._positive(mod, "a ModularIndexing modulus")
@@ -136,6 +146,9 @@ class IndexPrinter:
         return Binary("mod", inner, Const(m))
 
     def _mod(self, e: Any) -> Expr:
+        simpler = simplified_digit(e)
+        if simpler is not e:
+            return self(simpler)
         base, mod = e.args
         return Binary("mod", self(base), Const(self._positive(mod, "a modulus")))
 
