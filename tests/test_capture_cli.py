@@ -111,6 +111,8 @@ def test_json_output(program: Path, tmp_path: Path) -> None:
         (["{prog}", "--input", "float32[8]"], "expected FILE.py:FUNCTION"),
         (["{broken}:f"], "running .*broken.py failed: ZeroDivisionError"),
         (["{prog}:scale_sum", "--input", "float32[8]"], "torch.compile could not capture"),
+        (["{prog}:matmul", "--input", "float32[4,8]", "--input", "float32[8,4]", "--name", "m:bf16"],
+         r"graph name 'm:bf16' is not a name: it must match"),
     ],
 )  # fmt: skip
 def test_failures_write_nothing(program: Path, tmp_path: Path, args: list[str], message: str) -> None:

@@ -110,6 +110,8 @@ def capture_program(
     import torch
     from torch._inductor import config
 
+    if name is not None and not re.match(GRAPH_NAME_PATTERN, name):
+        raise CaptureError(f"graph name {name!r} is not a name: it must match {GRAPH_NAME_PATTERN}")
     state = _State()
     _signature(fn, state)
     emulation_cm = gpu_emulation() if emulate_gpu else nullcontext(None)
