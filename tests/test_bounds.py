@@ -127,6 +127,7 @@ def index_text(depth: int = 3) -> st.SearchStrategy[str]:
             ),
             st.tuples(st.sampled_from(["min", "max"]), inner, inner).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
             inner.map(lambda s: f"-{s}"),
+            inner.map(lambda s: f"max({s}, -{s})"),  # |s|, as a captured abs or reflection pad writes it
         )
 
     return st.recursive(leaf, extend, max_leaves=8)
@@ -161,6 +162,7 @@ def big_index_text() -> st.SearchStrategy[str]:
             ),
             st.tuples(st.sampled_from(["min", "max"]), inner, inner).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
             inner.map(lambda s: f"-{s}"),
+            inner.map(lambda s: f"max({s}, -{s})"),  # |s|, as a captured abs or reflection pad writes it
         )
 
     return st.recursive(leaf, extend, max_leaves=8)
@@ -245,6 +247,10 @@ def test_divisions_peel_multiples_of_the_divisor(text: str, want: tuple[int, int
         ("min(i + 1, 3)", (1, 3)),
         ("max(i - 1, 0)", (0, 2)),
         ("8*(i // 2) + j % 2", (0, 9)),
+        ("max(i - 2, -(i - 2))", (0, 2)),  # |i - 2|: 0 where i - 2 crosses 0, not -2
+        ("max(2 - i, i - 2)", (0, 2)),
+        # a reflection pad's row: 4 - ||k - 2| - 4|, in the storage's rows
+        ("4 - max(max(k - 2, -(k - 2)) - 4, -(max(k - 2, -(k - 2)) - 4))", (0, 2)),
     ],
 )
 def test_non_affine_examples(text: str, want: tuple[int, int]) -> None:
@@ -317,6 +323,24 @@ def test_masked_load_entirely_outside_is_an_error() -> None:
         InputError, match=f"masked load index of 'x' ranges over \\[{STORAGE}, {2 * STORAGE - 1}\\]"
     ):
         load_text(text, "pool.yaml")
+
+
+def test_masked_load_under_a_condition_that_never_holds_is_not_checked() -> None:
+    """A `cat` read at an offset leaves a branch whose condition holds nowhere in the loops
+    (`index(i + 3) < 3`): its load, outside the storage, never runs."""
+    text = """format: fuseopt-graph/1
+name: t
+buffers:
+  a: {shape: [3, 4], dtype: float32, role: input}
+  b: {shape: [3, 4], dtype: float32, role: input}
+  o: {shape: [3, 4], dtype: float32, role: output}
+nodes:
+  - {name: n, loops: [[i, 3], [j, 4]], store: 'o[4*i + j]',
+     value: 'where(index(i + 3) < 3, masked(index(i + 3) < 3, a[4*(i + 3) + j], 0.0), b[4*i + j])'}
+"""
+    assert load_text(text, "t.yaml").nodes[0].name == "n"
+    with pytest.raises(InputError, match="masked load index of 'a' ranges over"):
+        load_text(text.replace("index(i + 3) < 3", "index(i + 3) < 4"), "t.yaml")
 
 
 def test_masked_load_partly_outside_is_left_to_the_run_time_check() -> None:

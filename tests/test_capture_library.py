@@ -146,6 +146,13 @@ def cat_into_call(a: Any, b: Any, w: Any) -> Any:
     return x @ w[:, :4], torch.cat([x, a], 1).sum(0)
 
 
+@program("one_hot", _ints(7, 5))
+def one_hot(i: Any) -> Any:
+    """Inductor asserts the classes are non-negative in a node of its own, which stores only the
+    assert's result: that node has no value and is dropped."""
+    return F.one_hot(i, 7).float() * 3
+
+
 @program("var_mean_keepdim", _randn(4, 32), _randn(2, 3, 16))
 def var_mean_keepdim(x: Any, y: Any) -> Any:
     """Both outputs returned as they are (the size-1 dims' strides differ) and used further."""
@@ -215,7 +222,7 @@ PROGRAMS["module"] = (BLOCK, (_randn(2, 8), _randn(2, 8)))
 
 # Inductor's kernel count for each program (meta.inductor), GPU plan under the emulation.
 KERNELS = {
-    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
+    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "one_hot": 2, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
     "qkv_attention": 4, "sort_scan": 5, "module": 6,
 }  # fmt: skip
 
@@ -267,7 +274,7 @@ def _values(cap: Capture) -> str:
 
 
 # -- 1. indirect indexing -----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call"])
+@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call", "one_hot"])
 def test_generated_code_matches_the_reference(captured: Callable[[str], Capture], name: str) -> None:
     """Through code generation (a masked index's clamped loads; a concatenation assembled for a
     library call): the module matches the reference."""
@@ -587,6 +594,14 @@ def test_sources_parse_without_evaluation() -> None:
 
 
 # -- 6. failures -------------------------------------------------------------------------------
+def test_expression_past_the_limits_is_named_as_such() -> None:
+    """Inductor unrolls a small variance and the sum after it into one loop body whose operands
+    repeat: past the format's 1024 nodes an expression. The error says so (not "a bug")."""
+    with pytest.raises(CaptureError, match="past the format's limits") as err:
+        capture_program(lambda x: x.var(1).sum(), _randn(6, 5))
+    assert "bug" not in str(err.value) and "1024 nodes" in str(err.value)
+
+
 def test_shape_error_leads_with_its_cause_and_no_log(capfd: pytest.CaptureFixture[str]) -> None:
     def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return a @ b

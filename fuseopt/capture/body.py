@@ -286,6 +286,8 @@ class BodyHandler:
             raise CaptureError(
                 f"store mode {mode!r} (e.g. scatter's atomic_add) is not supported", node=self._ctx.node
             )
+        if value is None:  # the result of an ignored op (an assert's): nothing to store
+            return
         self._ctx.stores.append(Store(name, index, self._value(value)))
 
     def store_reduction(self, name: str, index: Any, value: Any) -> None:

@@ -628,6 +628,9 @@ class Converter:
         )
         self._current_buffer = node.get_name()
         stores = run_body(sn._body, sizes, self, ctx)
+        if not stores:  # a node that only asserts (one_hot's non-negative classes): no value
+            self.dropped.append(name)
+            return
         if len(stores) != 1 or stores[0].buffer != node.get_name():
             raise CaptureError(
                 f"expected one store to {node.get_name()}, got {[s.buffer for s in stores]}", node=name

@@ -485,6 +485,9 @@ def _assemble(
     return Capture(graph=graph, inputs=inputs, outputs=tuple(draft.outputs), emulation=emulation)
 
 
+_TEXT_LIMIT = "String should have at most 4096 characters"  # pydantic's message for an expression
+
+
 def _validated(doc: Mapping[str, Any], name: str) -> Graph:
     """The document as a graph, checked like any input file. A failure here is a converter bug."""
     import json
@@ -494,7 +497,15 @@ def _validated(doc: Mapping[str, Any], name: str) -> Graph:
     try:
         return load_text(json.dumps(doc, indent=1, allow_nan=False), f"<capture of {name}>")
     except InputError as err:
+        rendered = "\n".join(d.render() for d in err.diagnostics)
+        if all(d.code == "limit" or _TEXT_LIMIT in d.message for d in err.diagnostics):
+            raise CaptureError(
+                "an expression of the captured graph is past the format's limits for one expression "
+                "(4096 characters, 64 levels, 1024 nodes; docs/format.md): Inductor's loop body has no "
+                "shared values in the format's text (a small reduction unrolled repeats its operands)."
+                "\n" + rendered
+            ) from None
         raise CaptureError(
             "the captured graph does not validate (a bug of fuseopt capture; please report it with the "
-            "program):\n" + "\n".join(d.render() for d in err.diagnostics)
+            "program):\n" + rendered
         ) from None

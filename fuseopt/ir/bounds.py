@@ -4,7 +4,9 @@ An index is read as a linear form over *atoms*: loop variables, and non-linear s
 (`a // c`, `a % c`, min, max, products of variables) each bounded by interval arithmetic. Loop
 variables are independent over the box, so the range of an affine form is exact. A masked load is
 checked under its condition: each conjunct `L cmp k` with linear L bounds L, and the load's index
-is bounded by peeling multiples of those L off it (sound, as every piece is bounded). What cannot
+is bounded by peeling multiples of those L off it (sound, as every piece is bounded); a load under
+a condition that holds nowhere in the box never runs and is not checked. `max(a, -a)` is `|a|`,
+from 0 where a's interval crosses 0 (a reflection pad's index). What cannot
 be bounded statically (indirect indices, unpeelable masked loads) is left to the interpreter's
 run-time check. `//` and `%` by a constant peel the multiples of the divisor off their numerator
 first (`(c*k*i + r) % c` is `r % c`), so that big terms that cancel keep exact bounds.
@@ -176,6 +178,12 @@ def _peel(f: Linear, c: int, *, reduce: bool = False) -> tuple[Linear, Linear]:
     return Linear(tuple(t for t in q if t[1]), f.const // c), Linear(tuple(r), f.const % c)
 
 
+def _negated(a: Expr, b: Expr) -> bool:
+    """Whether `b` is `-a` (their linear forms)."""
+    fa, fb = linear_form(a), linear_form(b)
+    return fb.const == -fa.const and fb.as_dict() == {atom: -k for atom, k in fa.coeffs}
+
+
 def _mod_interval(r: Interval | None, c: int) -> Interval:
     if r is not None and r[0] // c == r[1] // c:
         return r[0] % c, r[1] % c
@@ -206,6 +214,9 @@ def _atom_interval(e: Expr, ranges: Mapping[str, int], loads: LoadBounds | None 
         ra, rb = interval(e.a, ranges, loads), interval(e.b, ranges, loads)
         if ra is None or rb is None:
             return None
+        if e.op == "maximum" and _negated(e.a, e.b):  # |a| (a reflection pad's index): from 0 across 0
+            lo, hi = ra
+            return (lo, hi) if lo >= 0 else (-hi, -lo) if hi <= 0 else (0, max(-lo, hi))
         if e.op == "minimum":
             return min(ra[0], rb[0]), min(ra[1], rb[1])
         if e.op == "maximum":
@@ -438,6 +449,8 @@ def check_node_bounds(
             visit(e.cond, conds, in_mask)
             new = _typed_constraints(e.cond, ranges, ranges_key)
             inner = None if new is None or conds is None else conds + new
+            if inner is not None and any(lo > hi for _, (lo, hi) in inner):
+                inner = None  # the condition holds nowhere in the box: the body never runs
             visit(e.body, inner, True)
             visit(e.other, conds, in_mask)
             return
