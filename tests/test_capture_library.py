@@ -153,6 +153,17 @@ def one_hot(i: Any) -> Any:
     return F.one_hot(i, 7).float() * 3
 
 
+@program("pad_modes", _randn(1, 2, 5, 5))
+def pad_modes(x: Any) -> Any:
+    """Reflection, replication and circular padding: indices through |x| (a reflection reads
+    `4 - ||x - 2| - 4|`), clamps and wraps, all inside the storage."""
+    return (
+        F.pad(x, (2, 1, 1, 2), mode="reflect") * 2,
+        F.pad(x, (2, 1, 0, 1), mode="replicate") + 1,
+        F.pad(x, (1, 2, 2, 1), mode="circular"),
+    )
+
+
 @program("var_mean_keepdim", _randn(4, 32), _randn(2, 3, 16))
 def var_mean_keepdim(x: Any, y: Any) -> Any:
     """Both outputs returned as they are (the size-1 dims' strides differ) and used further."""
@@ -222,7 +233,7 @@ PROGRAMS["module"] = (BLOCK, (_randn(2, 8), _randn(2, 8)))
 
 # Inductor's kernel count for each program (meta.inductor), GPU plan under the emulation.
 KERNELS = {
-    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "one_hot": 2, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
+    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "one_hot": 2, "pad_modes": 4, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
     "qkv_attention": 4, "sort_scan": 5, "module": 6,
 }  # fmt: skip
 
@@ -274,7 +285,7 @@ def _values(cap: Capture) -> str:
 
 
 # -- 1. indirect indexing -----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call", "one_hot"])
+@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call", "one_hot", "pad_modes"])
 def test_generated_code_matches_the_reference(captured: Callable[[str], Capture], name: str) -> None:
     """Through code generation (a masked index's clamped loads; a concatenation assembled for a
     library call): the module matches the reference."""

@@ -25,6 +25,7 @@ import sympy
 from fuseopt.capture.body import (
     NodeContext,
     ReductionPart,
+    constant,
     dtype_of,
     reduction_value,
     run_body,
@@ -191,6 +192,7 @@ class Converter:
     graph: Any  # torch._inductor.graph.GraphLowering (V.graph)
     renames: dict[str, str]  # Inductor graph input -> our buffer name
     concats: dict[str, Concat] = field(default_factory=dict)
+    empties: dict[str, DType] = field(default_factory=dict)  # allocations nothing computes
     written: dict[str, Layout] = field(default_factory=dict)  # buffer -> layout, in write order
     library_written: set[str] = field(default_factory=set)
     library_views: dict[str, list[tuple[Layout, str]]] = field(default_factory=dict)
@@ -214,6 +216,10 @@ class Converter:
         return self.renames.get(name, name)
 
     def load(self, name: str, index: sympy.Expr, ctx: NodeContext) -> Expr:
+        if name in self.empties:
+            # Memory nothing wrote (`torch.empty`; circular padding writes its output in slices
+            # over one): any value is its value, and a correct program never uses it.
+            return constant(0, self.empties[name], node=ctx.node)
         if name in self.concats:
             return self._concat_load(self.concats[name], index, ctx)
         if name in self.graph.constants and name not in self.constants_used:
@@ -353,6 +359,8 @@ class Converter:
         if isinstance(sn.node, ir.ConcatKernel):
             concat = self._concat(sn.node, name)
             self.concats[concat.name] = concat
+        elif isinstance(sn.node, ir.Buffer):  # an allocation nothing computes (`torch.empty`)
+            self.empties[sn.node.get_name()] = layout_of(sn.node.get_layout(), name).dtype
 
     def _concat(self, node: Any, name: str) -> Concat:
         out = layout_of(node.get_layout(), name)
