@@ -164,6 +164,22 @@ def pad_modes(x: Any) -> Any:
     )
 
 
+@program(
+    "scatters", _randn(3, 5), torch.tensor([[0, 2], [1, 4], [3, 3]]), _randn(3, 2), torch.tensor([4, 1, 4])
+)
+def scatters(x: Any, i: Any, s: Any, rows: Any) -> Any:
+    """scatter, scatter_add, index_put with accumulation, index_add, and an index_put into a fresh
+    zeros tensor (a mixture-of-experts' combine, which Inductor would make in place): each a
+    functional library call; FORMAT's loops only gather."""
+    v = s.sum(1, keepdim=True).expand(3, 5)
+    return (
+        x.scatter(1, i, s) * 2,
+        x.scatter_add(1, i, s),
+        torch.zeros(6, 5).index_put((rows,), v, accumulate=True) + 1,
+        torch.zeros(6, 5).index_add(0, rows, x),
+    )
+
+
 @program("var_mean_keepdim", _randn(4, 32), _randn(2, 3, 16))
 def var_mean_keepdim(x: Any, y: Any) -> Any:
     """Both outputs returned as they are (the size-1 dims' strides differ) and used further."""
@@ -233,7 +249,7 @@ PROGRAMS["module"] = (BLOCK, (_randn(2, 8), _randn(2, 8)))
 
 # Inductor's kernel count for each program (meta.inductor), GPU plan under the emulation.
 KERNELS = {
-    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "one_hot": 2, "pad_modes": 4, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
+    "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "one_hot": 2, "pad_modes": 4, "scatters": 9, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
     "qkv_attention": 4, "sort_scan": 5, "module": 6,
 }  # fmt: skip
 
@@ -285,15 +301,25 @@ def _values(cap: Capture) -> str:
 
 
 # -- 1. indirect indexing -----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call", "one_hot", "pad_modes"])
+@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call", "one_hot", "pad_modes", "scatters"])
 def test_generated_code_matches_the_reference(captured: Callable[[str], Capture], name: str) -> None:
-    """Through code generation (a masked index's clamped loads; a concatenation assembled for a
-    library call): the module matches the reference."""
+    """Through code generation, on the program's own inputs (its indices are valid there): a
+    masked index's clamped loads; a concatenation assembled for a library call; a dropped assert;
+    padded indices; scatters as library calls. The module matches the reference."""
+    from fuseopt.codegen import emit_module
     from fuseopt.passes.pipeline import optimize
-    from tests.strategies import check
+    from fuseopt.runtime.compare import check_outputs
+    from fuseopt.runtime.module import run_module
 
-    stage = optimize(captured(name).graph)
-    check(stage.graph, stage.plan)
+    cap = captured(name)
+    stage = optimize(cap.graph)
+    inputs = cap.input_storages()
+    expected = run_graph(stage.graph, {k: v.clone() for k, v in inputs.items()})
+    got = run_module(
+        emit_module(stage.graph, stage.plan), {k: v.clone() for k, v in inputs.items()}, poison=True
+    )
+    checks = check_outputs(stage.graph, got, expected)
+    assert checks and all(c.ok for c in checks), checks
 
 
 def test_indirect_indices_are_loads_with_inductors_wrap(captured: Callable[[str], Capture]) -> None:
@@ -563,6 +589,21 @@ def test_multi_result_calls_map_each_result(captured: Callable[[str], Capture]) 
         and len(topk.call.outputs) == 2
         and all(o is not None for o in topk.call.outputs)
     )
+
+
+def test_custom_operator_is_refused_by_name() -> None:
+    """A model's own operator (transformers' grouped_mm_fallback in Mixtral) is no ATen call."""
+
+    @torch.library.custom_op("fuseopt_test::twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @twice.register_fake
+    def _(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(x)
+
+    with pytest.raises(CaptureError, match=r"fuseopt_test\.twice\.default is a custom operator"):
+        capture_program(lambda x: twice(x.relu()) + 1, _randn(4, 3))
 
 
 def test_mutating_call_is_refused_by_name() -> None:

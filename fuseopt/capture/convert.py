@@ -192,7 +192,7 @@ class Converter:
     graph: Any  # torch._inductor.graph.GraphLowering (V.graph)
     renames: dict[str, str]  # Inductor graph input -> our buffer name
     concats: dict[str, Concat] = field(default_factory=dict)
-    empties: dict[str, DType] = field(default_factory=dict)  # allocations nothing computes
+    empties: dict[str, Layout] = field(default_factory=dict)  # allocations nothing computes
     written: dict[str, Layout] = field(default_factory=dict)  # buffer -> layout, in write order
     library_written: set[str] = field(default_factory=set)
     library_views: dict[str, list[tuple[Layout, str]]] = field(default_factory=dict)
@@ -219,7 +219,7 @@ class Converter:
         if name in self.empties:
             # Memory nothing wrote (`torch.empty`; circular padding writes its output in slices
             # over one): any value is its value, and a correct program never uses it.
-            return constant(0, self.empties[name], node=ctx.node)
+            return constant(0, self.empties[name].dtype, node=ctx.node)
         if name in self.concats:
             return self._concat_load(self.concats[name], index, ctx)
         if name in self.graph.constants and name not in self.constants_used:
@@ -360,7 +360,7 @@ class Converter:
             concat = self._concat(sn.node, name)
             self.concats[concat.name] = concat
         elif isinstance(sn.node, ir.Buffer):  # an allocation nothing computes (`torch.empty`)
-            self.empties[sn.node.get_name()] = layout_of(sn.node.get_layout(), name).dtype
+            self.empties[sn.node.get_name()] = layout_of(sn.node.get_layout(), name)
 
     def _concat(self, node: Any, name: str) -> Concat:
         out = layout_of(node.get_layout(), name)
@@ -419,35 +419,38 @@ class Converter:
         assert out is not None
         return out
 
-    def _assemble(self, concat: Concat, reader: str) -> None:
-        """A concatenation a library call reads (its slices are separate buffers; FORMAT has no
-        aliasing) copied from its slices into a buffer of its own name, once, by a pointwise node
-        `<reader>_<concatenation>` counted in the call's Inductor kernel (`Draft.companions`)."""
-        if concat.name in self.written:
+    def _materialize(self, buffer: str, reader: str) -> None:
+        """A buffer a library call reads whole that no node writes (FORMAT has no aliasing): a
+        concatenation, copied from its slices, or an allocation nothing computes, filled with 0
+        (any value is its value). Once, by a pointwise node `<reader>_<buffer>` counted in the
+        call's Inductor kernel (`Draft.companions`)."""
+        if buffer in self.written or (buffer not in self.concats and buffer not in self.empties):
             return
-        shape = concat.layout.shape
-        syms = [sympy.Symbol(f"x{i}", integer=True, nonnegative=True) for i in range(len(shape))]
-        made = f"{reader}_{concat.name}"
-        ctx = NodeContext(made, {s: s.name for s in syms}, dict(zip(syms, shape, strict=True)), 1)
-        index = sympy.Add(*(st * s for st, s in zip(concat.layout.stride, syms, strict=True)))
-        value = self._concat_load(concat, index, ctx)
+        layout = self.concats[buffer].layout if buffer in self.concats else self.empties[buffer]
+        syms = [sympy.Symbol(f"x{i}", integer=True, nonnegative=True) for i in range(len(layout.shape))]
+        made = f"{reader}_{buffer}"
+        ctx = NodeContext(made, {s: s.name for s in syms}, dict(zip(syms, layout.shape, strict=True)), 1)
+        index = sympy.Add(layout.offset, *(st * s for st, s in zip(layout.stride, syms, strict=True)))
+        if buffer in self.concats:
+            value = self._concat_load(self.concats[buffer], index, ctx)
+        else:
+            value = constant(0, layout.dtype, node=made)
         self.companions.setdefault(reader, []).append(made)
         self.nodes.append(
             {
                 "name": made,
-                "loops": [[s.name, n] for s, n in zip(syms, shape, strict=True)],
-                "store": to_text(Load(concat.name, ctx.index(index))),
+                "loops": [[s.name, n] for s, n in zip(syms, layout.shape, strict=True)],
+                "store": to_text(Load(buffer, ctx.index(index))),
                 "value": to_text(value),
             }
         )
-        self.written[concat.name] = concat.layout
+        self.written[buffer] = layout
 
     def _library_inputs(self, node: Any, name: str) -> list[str]:
         names: list[str] = []
         for inp in node.inputs:
             bname, lay = resolve(inp)
-            if bname in self.concats:
-                self._assemble(self.concats[bname], name)
+            self._materialize(bname, name)
             self.library_views.setdefault(bname, []).append((layout_of(lay, name), name))
             names.append(self.buffer_name(bname))
         return names
@@ -506,8 +509,7 @@ class Converter:
 
     def _tensor_ref(self, x: Any, name: str) -> TensorRef:
         bname, lay = resolve(x)
-        if bname in self.concats:
-            self._assemble(self.concats[bname], name)
+        self._materialize(bname, name)
         if bname in self.graph.constants and bname not in self.constants_used:
             self.constants_used.append(bname)
         return TensorRef(bname, layout_of(lay, name))

@@ -267,7 +267,7 @@ def _library_fallbacks() -> Iterator[None]:
     """Inductor lowers `sort` and scans (`cumsum`, `cumprod`, ...) to loops with `ops.sort`/`ops.scan`
     when the backend has the SORT/SCAN feature (Triton has both); FORMAT's loops have no sort or
     scan, so for the capture the features are off and Inductor calls the ATen operator instead
-    (its own fallback), which becomes a library call."""
+    (its own fallback), which becomes a library call. So do the scatters (`_scatter_ops`)."""
     from torch._inductor.codegen.common import BackendFeature
     from torch._inductor.graph import GraphLowering
 
@@ -278,10 +278,32 @@ def _library_fallbacks() -> Iterator[None]:
         return False if feature in hidden else bool(original(self, device, feature))
 
     GraphLowering.has_feature = has_feature  # type: ignore[method-assign]
+    from torch._inductor import lowering
+    from torch._inductor.fx_passes import reinplace
+
+    scatters = {op: lowering.lowerings[op] for op in _scatter_ops() if op in lowering.lowerings}
+    for op in scatters:
+        lowering.lowerings[op] = lowering.fallback_handler(op, add_to_fallback_set=False)
+    # and the post-grad pass that makes an index_put into a fresh tensor in place keeps it functional
+    inplaced = {op: reinplace.inplaceable_ops.pop(op) for op in scatters if op in reinplace.inplaceable_ops}
     try:
         yield
     finally:
         GraphLowering.has_feature = original  # type: ignore[method-assign]
+        lowering.lowerings.update(scatters)
+        reinplace.inplaceable_ops.update(inplaced)
+
+
+def _scatter_ops() -> list[Any]:
+    """The functional scatters (`index_put`, `scatter`, `scatter_add`, `scatter_reduce`: also what
+    `index_add` and MoE routing decompose to). Inductor writes them into a copy in place (a
+    mutation, with atomic adds for accumulation); FORMAT's loops only gather, so for the capture
+    Inductor calls the ATen operator, a functional library call."""
+    import torch
+
+    aten = torch.ops.aten
+    return [aten.index_put.default, aten._unsafe_index_put.default, aten.scatter.src, aten.scatter.value,
+            aten.scatter_add.default, aten.scatter_reduce.two]  # fmt: skip
 
 
 @contextmanager

@@ -75,6 +75,12 @@ def functional_overload(node: Any, name: str) -> Any:
         op = functional
         schema = op._schema
     label = _label(op)
+    if op.namespace not in ("aten", "prims"):
+        raise CaptureError(
+            f"{label} is a custom operator; library calls are ATen and prims operators (a model's own "
+            "kernels, such as transformers' grouped_mm_fallback for mixture-of-experts, are not captured)",
+            node=name,
+        )
     names = {a.name for a in schema.arguments}
     if torch.Tag.nondeterministic_seeded in op.tags and "dropout_p" not in names:
         raise CaptureError(f"{label} is a random operator; random ops are not captured", node=name)
