@@ -21,13 +21,14 @@ loads of integer buffers, nothing else, so the conversion is exact integer arith
 
 A float computed from one integer expression `u` of the loop variables (every integer expression it
 reads is `u`, `±u + k`, or a function of those: DeBERTa-v2's buckets read `x1 - x2` and `|x2 - x1|`)
-and cast to an integer (nearest-neighbour upsampling: `cast(cast(x1, float32) * 0.6, int64)`; T5's relative-position
-buckets: a log of `|x1 - x2|`) is evaluated by the reference interpreter at every value `u` can take
-(its interval over the loop box) and replaced by the integer form `(p*u + r) // q` with the smallest
-`q` that gives the same index at every point, else by `v0 + sum of c*[u >= k]` over its steps (at
-most `MAX_STEPS`): exact by construction for this loop box (values `u` never takes, and casts of
-non-finite or out-of-range floats, which have no defined integer value, are free points). Anything else (floats of loads, of
-several expressions, too many steps) is refused by name.
+and cast to an integer (nearest-neighbour upsampling: `cast(cast(x1, float32) * 0.6, int64)`; T5's
+relative-position buckets: a log of `|x1 - x2|`) is evaluated by the reference interpreter at every
+value `u` can take (its interval over the loop box) and replaced by the integer form
+`(p*u + r) // q` with the smallest `q` that gives the same index at every point, else by
+`v0 + sum of c*[u >= k]` over its steps (at most `MAX_STEPS`): exact by construction for this loop
+box (values `u` never takes, and casts of non-finite or out-of-range floats, which have no defined
+integer value, are free points). Anything else (floats of loads, of several expressions, too many
+steps) is refused by name.
 """
 
 from __future__ import annotations

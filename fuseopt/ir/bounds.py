@@ -6,10 +6,10 @@ variables are independent over the box, so the range of an affine form is exact.
 checked under its condition: each conjunct `L cmp k` with linear L bounds L, and the load's index
 is bounded by peeling multiples of those L off it (sound, as every piece is bounded); a load under
 a condition that holds nowhere in the box never runs and is not checked. `max(a, -a)` is `|a|`,
-from 0 where a's interval crosses 0 (a reflection pad's index). What cannot
-be bounded statically (indirect indices, unpeelable masked loads) is left to the interpreter's
-run-time check. `//` and `%` by a constant peel the multiples of the divisor off their numerator
-first (`(c*k*i + r) % c` is `r % c`), so that big terms that cancel keep exact bounds.
+from 0 where a's interval crosses 0 (a reflection pad's index). What cannot be bounded statically
+(indirect indices, unpeelable masked loads) is left to the interpreter's run-time check. `//` and
+`%` by a constant peel the multiples of the divisor off their numerator first (`(c*k*i + r) % c`
+is `r % c`), so that big terms that cancel keep exact bounds.
 
 `index_magnitude` bounds every intermediate value of an index as it is computed (by the
 interpreter, or by generated code in its index dtype): what decides whether int32 arithmetic is
