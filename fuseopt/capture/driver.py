@@ -268,7 +268,9 @@ def _library_fallbacks() -> Iterator[None]:
     when the backend has the SORT/SCAN feature (Triton has both); FORMAT's loops have no sort or
     scan, so for the capture the features are off and Inductor calls the ATen operator instead
     (its own fallback), which becomes a library call. So do the scatters (`_scatter_ops`)."""
+    from torch._inductor import lowering
     from torch._inductor.codegen.common import BackendFeature
+    from torch._inductor.fx_passes import reinplace
     from torch._inductor.graph import GraphLowering
 
     original = GraphLowering.has_feature
@@ -277,13 +279,10 @@ def _library_fallbacks() -> Iterator[None]:
     def has_feature(self: Any, device: Any, feature: Any) -> bool:
         return False if feature in hidden else bool(original(self, device, feature))
 
-    GraphLowering.has_feature = has_feature  # type: ignore[method-assign]
-    from torch._inductor import lowering
-    from torch._inductor.fx_passes import reinplace
-
     scatters = {op: lowering.lowerings[op] for op in _scatter_ops() if op in lowering.lowerings}
-    for op in scatters:
-        lowering.lowerings[op] = lowering.fallback_handler(op, add_to_fallback_set=False)
+    fallbacks = {op: lowering.fallback_handler(op, add_to_fallback_set=False) for op in scatters}
+    GraphLowering.has_feature = has_feature  # type: ignore[method-assign]
+    lowering.lowerings.update(fallbacks)
     # and the post-grad pass that makes an index_put into a fresh tensor in place keeps it functional
     inplaced = {op: reinplace.inplaceable_ops.pop(op) for op in scatters if op in reinplace.inplaceable_ops}
     try:

@@ -54,6 +54,7 @@ from fuseopt.ir.expr import (
     transform,
     walk,
 )
+from fuseopt.ir.fold import INT_OPS
 
 HUGE = 2**62  # a float cast to an integer this large is no index (an overflow, log(0))
 MAX_DENOMINATOR = 1024
@@ -73,21 +74,10 @@ class Indirect:
     check: bool
 
 
-_FOLD: dict[str, Callable[[int, int], int]] = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "floordiv": lambda a, b: a // b,
-    "mod": lambda a, b: a % b,
-    "minimum": min,
-    "maximum": max,
-}
-
-
 def _bin(op: str, a: Expr, b: Expr) -> Expr:
     """`a op b`, folded where both are integer literals."""
     if isinstance(a, Const) and isinstance(b, Const) and type(a.value) is int and type(b.value) is int:
-        return Const(_FOLD[op](a.value, b.value))
+        return Const(INT_OPS[op](a.value, b.value))
     return Binary(op, a, b)
 
 

@@ -16,12 +16,24 @@ at every point of the box (where the original does not overflow int64).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from fuseopt.ir.bounds import interval
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var, to_text, transform
+
+# The value of each integer binary op on two int literals, as the format defines it (floor division
+# and the divisor's sign for `%`, Python's); what a fold of literal operands computes.
+INT_OPS: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "minimum": min,
+    "maximum": max,
+}
 
 Monomial = tuple[str, ...]  # atoms by their text, sorted (a deterministic key)
 Poly = dict[Monomial, int]

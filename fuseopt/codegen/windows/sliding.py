@@ -35,6 +35,7 @@ from fuseopt.ir.expr import (
     substitute_vars,
     transform,
 )
+from fuseopt.ir.fold import INT_OPS
 
 Key = tuple[object, ...]
 
@@ -87,13 +88,7 @@ class KeyContext:
         return transform(substitute_vars(e, mapping), _fold_consts) if mapping else e
 
 
-_FOLD = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "floordiv": lambda a, b: a // b,
-    "mod": lambda a, b: a % b,
-}
+_FOLDED = ("add", "sub", "mul", "floordiv", "mod")  # of two literals, folded
 
 
 def _fold_consts(e: Expr) -> Expr | None:
@@ -101,7 +96,7 @@ def _fold_consts(e: Expr) -> Expr | None:
     literal operands)."""
     if (
         isinstance(e, Binary)
-        and e.op in _FOLD
+        and e.op in _FOLDED
         and isinstance(e.a, Const)
         and isinstance(e.b, Const)
         and type(e.a.value) is int
@@ -109,7 +104,7 @@ def _fold_consts(e: Expr) -> Expr | None:
         and e.a.value >= 0
         and e.b.value > 0
     ):
-        return Const(_FOLD[e.op](e.a.value, e.b.value), dtype=e.dtype)
+        return Const(INT_OPS[e.op](e.a.value, e.b.value), dtype=e.dtype)
     return None
 
 
