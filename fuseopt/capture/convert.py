@@ -58,7 +58,14 @@ class Layout:
     dtype: DType
 
     @property
+    def empty(self) -> bool:
+        """No elements (a dim of size 0): FORMAT has no such buffer."""
+        return 0 in self.shape
+
+    @property
     def storage_size(self) -> int:
+        if self.empty:
+            return 0
         return self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.stride, strict=True)) + 1
 
     def to_json(self) -> dict[str, Any]:
@@ -88,9 +95,10 @@ class Concat:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """One graph output: a view of a buffer, or of a concatenation assembled from its slices."""
+    """One graph output: a view of a buffer, or of a concatenation assembled from its slices; a
+    tensor of no elements has no buffer (None)."""
 
-    buffer: str
+    buffer: str | None
     layout: Layout
     pieces: tuple[tuple[str, int], ...] = ()
 
@@ -257,10 +265,14 @@ class Converter:
         return self._storage_size(inductor)
 
     def _storage_size(self, name: str) -> int:
+        return self.layout(name).storage_size
+
+    def layout(self, name: str) -> Layout:
+        """Inductor's layout of a buffer, a graph input or a constant."""
         if name in self.graph.constants:
             t = self.graph.constants[name]
-            return int(sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) + 1)
-        return layout_of(self.graph.get_buffer(name).get_layout(), name).storage_size
+            return Layout(tuple(t.shape), tuple(t.stride()), 0, dtype_of(t.dtype, node=name))
+        return layout_of(self.graph.get_buffer(name).get_layout(), name)
 
     def output_of(self, part: ReductionPart, index: int, store: Load, ctx: NodeContext) -> str:
         import torch._inductor.ir as ir
@@ -355,6 +367,8 @@ class Converter:
     def _nop(self, sn: Any, name: str) -> None:
         import torch._inductor.ir as ir
 
+        if isinstance(sn.node, ir.Buffer) and self._drop_empty(sn.node, name):
+            return  # Inductor's no-op for a result of no elements
         self.dropped.append(name)
         if isinstance(sn.node, ir.ConcatKernel):
             concat = self._concat(sn.node, name)
@@ -450,10 +464,41 @@ class Converter:
         names: list[str] = []
         for inp in node.inputs:
             bname, lay = resolve(inp)
-            self._materialize(bname, name)
-            self.library_views.setdefault(bname, []).append((layout_of(lay, name), name))
+            view = self._library_read(bname, lay, name)
+            self.library_views.setdefault(bname, []).append((view, name))
             names.append(self.buffer_name(bname))
         return names
+
+    def _library_read(self, buffer: str, view: Any, reader: str) -> Layout:
+        """The layout through which library call `reader` reads `buffer`, once the buffer exists."""
+        layout = layout_of(view, reader)
+        if layout.empty or self.layout(buffer).empty:
+            raise CaptureError(
+                f"a library call reads {self.buffer_name(buffer)} through a view of shape "
+                f"{list(layout.shape)}, with no elements, into a result that has some: FORMAT has no "
+                "buffer or view of zero elements",
+                node=reader,
+            )
+        self._materialize(buffer, reader)
+        return layout
+
+    @staticmethod
+    def _results_empty(node: Any) -> bool:
+        """Whether every result of multi-result library call `node` has no elements."""
+        import torch._inductor.ir as ir
+        import torch.utils._pytree as pytree
+
+        results = [r for r in pytree.tree_leaves(getattr(node, "outputs", None)) if isinstance(r, ir.Buffer)]
+        return bool(results) and all(0 in r.get_size() for r in results)
+
+    def _drop_empty(self, node: Any, name: str) -> bool:
+        """Whether `node`'s result has no elements. Such a node computes nothing and is dropped;
+        its buffer is one of `empties` (FORMAT has no buffer of zero elements)."""
+        layout = layout_of(node.get_layout(), name)
+        if layout.empty:
+            self.dropped.append(name)
+            self.empties[node.get_name()] = layout
+        return layout.empty
 
     def _extern(self, sn: Any, name: str) -> None:
         import torch._inductor.ir as ir
@@ -467,6 +512,12 @@ class Converter:
             return
         if isinstance(node, ir.MultiOutput):
             self._multi_output(node, name)
+            return
+        if not isinstance(node.layout, ir.MultiOutputLayout):
+            if self._drop_empty(node, name):
+                return
+        elif self._results_empty(node):
+            self.dropped.append(name)  # so are its results (`_multi_output`)
             return
         op = functional_overload(node, name)
         label = op_name(op)
@@ -509,13 +560,15 @@ class Converter:
 
     def _tensor_ref(self, x: Any, name: str) -> TensorRef:
         bname, lay = resolve(x)
-        self._materialize(bname, name)
+        view = self._library_read(bname, lay, name)
         if bname in self.graph.constants and bname not in self.constants_used:
             self.constants_used.append(bname)
-        return TensorRef(bname, layout_of(lay, name))
+        return TensorRef(bname, view)
 
     def _multi_output(self, node: Any, name: str) -> None:
         """A result of a multi-result call: that result's buffer; the node itself launches nothing."""
+        if self._drop_empty(node, name):
+            return  # a result of no elements: as one nobody reads
         (parent,) = node.inputs
         pname = parent.get_name()
         call = self.multi_parents.get(pname)
@@ -581,10 +634,7 @@ class Converter:
         """Inductor's layout of a buffer: written here, a constant, or a graph input."""
         if buffer in self.written:
             return self.written[buffer]
-        if buffer in self.graph.constants:
-            t = self.graph.constants[buffer]
-            return Layout(tuple(t.shape), tuple(t.stride()), 0, dtype_of(t.dtype, node=buffer))
-        return layout_of(self.graph.graph_inputs[buffer].get_layout(), buffer)
+        return self.layout(buffer)
 
     def _scalar(self, node: Any, name: str) -> None:
         """`t.item()` (Inductor's DynamicScalar, a host sync): a 0-d copy of the element, whose
@@ -724,9 +774,14 @@ def output_tensors(specs: Sequence[OutputSpec], storages: Mapping[str, Any]) -> 
     added into one storage: they do not overlap, and the interpreter zero-fills)."""
     import torch
 
+    from fuseopt.interp.ops import TORCH_DTYPE
+
     tensors: list[torch.Tensor] = []
     for spec in specs:
         lay = spec.layout
+        if spec.buffer is None:
+            tensors.append(torch.empty_strided(lay.shape, lay.stride, dtype=TORCH_DTYPE[lay.dtype]))
+            continue
         if spec.pieces:
             flat = torch.zeros(lay.storage_size, dtype=storages[spec.pieces[0][0]].dtype)
             for name, offset in spec.pieces:

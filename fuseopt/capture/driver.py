@@ -351,26 +351,30 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
     ]
     renames = input_names(names, origins, state.arg_names)
     n_args = len(state.arg_names)
-    state.call = call_record(
-        [n for n in names if not isinstance(graph.graph_inputs[n], sympy.Expr)],
-        [o for n, o in zip(names, origins, strict=True) if not isinstance(graph.graph_inputs[n], sympy.Expr)],
-        renames,
-        n_args,
-        state.module,
-    )
     conv = Converter(graph, renames)
+    # a scalar (a symbol) or a tensor of no elements is no input buffer (FORMAT has no such buffer)
+    tensors = [
+        i
+        for i, n in enumerate(names)
+        if not isinstance(graph.graph_inputs[n], sympy.Expr) and not conv.layout(n).empty
+    ]
+    state.call = call_record(
+        [names[i] for i in tensors], [origins[i] for i in tensors], renames, n_args, state.module
+    )
     conv.run(nodes)
+    if not conv.nodes:
+        raise CaptureError("the program computes nothing FORMAT can hold: every result has no elements")
 
     outputs = [_output_spec(conv, o) for o in graph.graph_outputs]
-    output_buffers = {p for o in outputs for p in ([b for b, _ in o.pieces] or [o.buffer])}
+    # an output's buffer, or its concatenation's slices (the concatenation is no buffer)
+    output_buffers = {b for o in outputs for b, _ in o.pieces} | {o.buffer for o in outputs if o.buffer}
 
     buffers: dict[str, dict[str, Any]] = {}
     real: dict[str, Any] = {}
     inputs: dict[str, str] = {}
-    for i, gname in enumerate(names):
+    for i in tensors:
+        gname = names[i]
         value = graph.graph_inputs[gname]
-        if isinstance(value, sympy.Expr):
-            continue
         ours = renames[gname]
         buffers[ours] = _buffer_doc(
             conv.declared_layout(gname, layout_of(value.get_layout(), gname)), "input"
@@ -412,6 +416,8 @@ def _output_spec(conv: Converter, out: Any) -> OutputSpec:
     except (AttributeError, NotImplementedError) as exc:
         raise CaptureError(f"graph output {type(out).__name__} is not a buffer: {exc}") from None
     lay = layout_of(layout, name)
+    if lay.empty:
+        return OutputSpec(None, lay)
     if name in conv.concats:
         c = conv.concats[name]
         return OutputSpec(name, lay, tuple((p.buffer, p.offset) for p in c.pieces))
