@@ -7,10 +7,12 @@ import itertools
 from collections.abc import Mapping
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuseopt.errors import InputError
+from fuseopt.interp import run_graph
 from fuseopt.io.load import load_text
 from fuseopt.ir.bounds import constraints, index_magnitude, interval, linear_form, masked_interval
 from fuseopt.ir.dtypes import DType
@@ -18,6 +20,8 @@ from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Reduce, Unary, Va
 from fuseopt.ir.graph import ComputeNode
 from fuseopt.ir.parser import parse_expr_text
 from fuseopt.ir.typecheck import TypeChecker
+from fuseopt.passes.pipeline import optimize
+from tests.strategies import check
 
 
 def typed_index(text: str, ranges: Mapping[str, int]) -> Expr:
@@ -341,6 +345,33 @@ nodes:
     assert load_text(text, "t.yaml").nodes[0].name == "n"
     with pytest.raises(InputError, match="masked load index of 'a' ranges over"):
         load_text(text.replace("index(i + 3) < 3", "index(i + 3) < 4"), "t.yaml")
+
+
+@pytest.mark.parametrize("cond", ["0 >= 1", "1 < 0", "0 == 2", "2 <= 1", "(index(i) < 2) & (3 > 4)"])
+def test_masked_load_under_a_false_comparison_of_constants_is_not_checked(cond: str) -> None:
+    """Inductor's concatenation of a slice at a constant position (TimeSformer's class token)
+    compares constants: `masked(0 >= 1, b[j - 4], 0.0)`. The load never runs, so it validates and
+    the interpreter gives the other branch; where the comparison holds, the load is out of range."""
+    text = f"""format: fuseopt-graph/1
+name: t
+buffers:
+  a: {{shape: [3, 4], dtype: float32, role: input}}
+  b: {{shape: [3, 4], dtype: float32, role: input}}
+  o: {{shape: [3, 4], dtype: float32, role: output}}
+nodes:
+  - {{name: n, loops: [[i, 3], [j, 4]], store: 'o[4*i + j]',
+     value: 'a[4*i + j] + masked({cond}, b[j - 4], 0.5)'}}
+"""
+    g = load_text(text, "t.yaml")
+    a, b = torch.randn(12), torch.randn(12)
+    out = run_graph(g, {"a": a, "b": b})["o"]
+    torch.testing.assert_close(out, a + 0.5)
+    stage = optimize(g)
+    check(stage.graph, stage.plan)  # and through generated code
+    holds = cond.replace("0 >= 1", "1 >= 0").replace("1 < 0", "0 < 1").replace("0 == 2", "2 == 2")
+    holds = holds.replace("2 <= 1", "1 <= 2").replace("3 > 4", "4 > 3")
+    with pytest.raises(InputError, match="masked load index of 'b' ranges over"):
+        load_text(text.replace(cond, holds), "t.yaml")
 
 
 def test_masked_load_partly_outside_is_left_to_the_run_time_check() -> None:

@@ -349,7 +349,9 @@ def _conjuncts(c: Expr) -> list[Expr] | None:
 
 
 def constraints(cond: Expr, ranges: Mapping[str, int]) -> list[tuple[Linear, Interval]] | None:
-    """A conjunction of comparisons as `L in [lo, hi]` with L's constant folded into the bounds."""
+    """A conjunction of comparisons as `L in [lo, hi]` with L's constant folded into the bounds.
+    A comparison of constants that holds is no constraint; one that does not is an empty interval
+    (the conjunction holds nowhere: Inductor's concatenation of a slice at a constant position)."""
     parts = _conjuncts(cond)
     if parts is None:
         return None
@@ -364,6 +366,8 @@ def constraints(cond: Expr, ranges: Mapping[str, int]) -> list[tuple[Linear, Int
         lin = _mk(d, 0)
         k = fb.const - fa.const  # lin  <op>  k
         if not lin.coeffs:
+            if not {"lt": 0 < k, "le": 0 <= k, "gt": 0 > k, "ge": 0 >= k, "eq": k == 0}[p.op]:
+                return [(lin, (1, 0))]
             continue
         lo, hi = {"lt": (-big, k - 1), "le": (-big, k), "gt": (k + 1, big), "ge": (k, big), "eq": (k, k)}[
             p.op
@@ -378,7 +382,10 @@ def constraints(cond: Expr, ranges: Mapping[str, int]) -> list[tuple[Linear, Int
 def masked_interval(
     index: Expr, conds: list[tuple[Linear, Interval]], ranges: Mapping[str, int]
 ) -> Interval | None:
-    """Bound `index` where every constraint holds, by peeling constrained forms off it."""
+    """Bound `index` where every constraint holds, by peeling constrained forms off it; None
+    where they hold nowhere (no index is computed there)."""
+    if any(a > b for _, (a, b) in conds):
+        return None
     f = linear_form(index)
     rest = f.as_dict()
     lo = hi = f.const
