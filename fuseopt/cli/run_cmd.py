@@ -32,6 +32,7 @@ from fuseopt.cli.main import cli
 from fuseopt.cli.options import graph_options, limit_options, planning_options
 from fuseopt.errors import EXIT_CHECK_FAILED, FuseoptError
 from fuseopt.interp import Limits, check_limits, make_inputs, run_graph
+from fuseopt.interp.ops import TORCH_DTYPE
 from fuseopt.interp.run import logical_view
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
@@ -41,6 +42,7 @@ from fuseopt.report.plan_text import options_text
 from fuseopt.report.words import plural
 from fuseopt.runtime.backend import triton_backend
 from fuseopt.runtime.compare import OutputCheck, check_outputs
+from fuseopt.runtime.float64 import multiplier
 
 RUN_FORMAT = "fuseopt-run/2"
 
@@ -125,7 +127,7 @@ def run(
         )
         storages = BACKENDS[backend](graph, {k: v.clone() for k, v in inputs.items()}, resolved.options)
         if expected is not None:
-            checks = check_outputs(graph, storages, expected)
+            checks = check_outputs(graph, storages, expected, inputs=inputs)
     except FuseoptError as err:
         raise located(err, graph_file) from None
     # every output the backend returned (a generated module missing one is a check failure)
@@ -253,7 +255,11 @@ def _print_text(
         ]
         if checks is not None:
             c = verdicts.get(s["name"])
-            row.append("[green]match[/]" if c is None or c.ok else "[bold red]MISMATCH[/]")
+            row.append(
+                "[bold red]MISMATCH[/]"
+                if c is not None and not c.ok
+                else "[green]match[/]" + ("*" if c is not None and c.float64 else "")
+            )
         table.add_row(*row)
     stdout.print(table)
     for path in saved:
@@ -261,10 +267,18 @@ def _print_text(
     if checks is None:
         return
     bad = [c for c in checks if not c.ok]
+    for c in checks:
+        if c.float64:
+            m = multiplier(TORCH_DTYPE[graph.buffer(c.buffer).dtype])
+            stdout.print(
+                f"* {shown(c.buffer)}: {plural(c.float64, 'element')} outside the tolerance, each as close to "
+                f"the graph run in float64 as the reference is (within {m:g}x its distance, plus the tolerance)"
+            )
     if not bad:
         stdout.print(
             f"[bold green]match[/]: {plural(len(checks), 'output')} checked, each equal to the reference "
             "interpreter's within its tolerance"
+            + (", or decided by a float64 run (*)" if any(c.float64 for c in checks) else "")
         )
         return
     stdout.print(

@@ -366,7 +366,7 @@ def constraints(cond: Expr, ranges: Mapping[str, int]) -> list[tuple[Linear, Int
         lin = _mk(d, 0)
         k = fb.const - fa.const  # lin  <op>  k
         if not lin.coeffs:
-            if not {"lt": 0 < k, "le": 0 <= k, "gt": 0 > k, "ge": 0 >= k, "eq": k == 0}[p.op]:
+            if not {"lt": k > 0, "le": k >= 0, "gt": k < 0, "ge": k <= 0, "eq": k == 0}[p.op]:  # 0 <op> k
                 return [(lin, (1, 0))]
             continue
         lo, hi = {"lt": (-big, k - 1), "le": (-big, k), "gt": (k + 1, big), "ge": (k, big), "eq": (k, k)}[

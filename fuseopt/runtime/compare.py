@@ -3,15 +3,17 @@
 Outputs are compared on their logical views (gaps of strided storages are nobody's business) with
 `torch.testing.assert_close` default tolerances for the precision the value was computed in, NaN
 equal to NaN, widened only where the computation itself leaves room (floating sums: the order of
-summation; torch library calls: the BLAS) -- see `value_tolerances`. The generated run starts
-from poisoned buffers, so an unwritten element fails. A mismatch raises `CheckFailed` naming the
-buffer and its worst element (index, got, expected).
+summation; torch library calls: the BLAS) -- see `value_tolerances`. An element outside them is
+still a match where the reference itself is that far from the exact value and generated code is
+about as close to it (`fuseopt.runtime.float64`: the graph run in float64). The generated run
+starts from poisoned buffers, so an unwritten element fails. A mismatch raises `CheckFailed`
+naming the buffer and its worst element (index, got, expected).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,13 +24,16 @@ from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Cast, Const, Expr, IndexValue, Load, Reduce, walk
 from fuseopt.ir.graph import BufferInfo, ComputeNode, Graph, LibraryNode
 from fuseopt.plan import Plan
+from fuseopt.runtime.float64 import as_close_as_the_reference, multiplier, run_float64
 from fuseopt.runtime.module import run_module
 
 
 @dataclass(frozen=True)
 class Mismatch:
     """How one output differs: its worst element, its first (in logical row-major order), how
-    many differ, and the tolerance they were held to (None, None: exact, an integer or bool)."""
+    many differ, and the tolerance they were held to (None, None: exact, an integer or bool);
+    `float64`: where the float64 run decided too, the multiplier those elements exceed (each is
+    farther from the float64 value than that many times the reference's distance)."""
 
     buffer: str
     index: tuple[int, ...]
@@ -41,13 +46,15 @@ class Mismatch:
     first_expected: float | int | bool = 0
     rtol: float | None = None
     atol: float | None = None
+    float64: float | None = None
 
     def tolerance(self) -> str:
-        return (
-            "exact"
-            if self.rtol is None or self.atol is None
-            else f"rtol {self.rtol:.3g}, atol {self.atol:.3g}"
-        )
+        if self.rtol is None or self.atol is None:
+            return "exact"
+        text = f"rtol {self.rtol:.3g}, atol {self.atol:.3g}"
+        if self.float64 is not None:
+            text += f"; and farther from a float64 run than {self.float64:g}x the reference"
+        return text
 
     def message(self) -> str:
         return (
@@ -74,6 +81,7 @@ class Mismatch:
             },
             "rtol": self.rtol,
             "atol": self.atol,
+            "float64": self.float64,
         }
 
 
@@ -93,6 +101,7 @@ class OutputCheck:
     atol: float | None
     mismatch: Mismatch | None = None
     missing: bool = False
+    float64: int = 0  # elements outside the tolerance that the float64 run decided were a match
 
     @property
     def ok(self) -> bool:
@@ -109,6 +118,7 @@ class OutputCheck:
             "verdict": "match" if self.ok else "mismatch",
             "rtol": self.rtol,
             "atol": self.atol,
+            "float64_matched": self.float64,
         }
         if self.missing:
             out["missing"] = True
@@ -128,8 +138,11 @@ def compare_buffer(
     *,
     rtol: float | None = None,
     atol: float | None = None,
+    exact: torch.Tensor | None = None,
 ) -> Mismatch | None:
-    """None if the logical views agree (assert_close defaults unless both tolerances are given)."""
+    """None if the logical views agree (assert_close defaults unless both tolerances are given),
+    or, given `exact` (the float64 run's storage), where every element that does not is as close
+    to the float64 value as the reference is (`float64.as_close_as_the_reference`)."""
     g = logical_view(got.detach().cpu(), b)
     e = logical_view(expected.detach().cpu(), b)
     try:
@@ -146,14 +159,19 @@ def compare_buffer(
         excess = torch.where(nan_bad | inf_bad, torch.full_like(excess, float("inf")), excess)
         excess = torch.where(gf.isnan() & ef.isnan(), torch.full_like(excess, -1.0), excess)
         bad = excess > 0
+        if exact is not None:
+            bad &= ~as_close_as_the_reference(g, e, logical_view(exact.detach().cpu(), b), rtol, atol)
+            if not bad.any():
+                return None
+            excess = torch.where(bad, excess, torch.full_like(excess, -1.0))
     else:
         bad = g != e
         excess = bad.double() if e.dtype == torch.bool else (g.double() - e.double()).abs() * bad
     flat = int(torch.argmax(excess.reshape(-1)).item()) if excess.numel() else 0
     first = int(torch.argmax(bad.reshape(-1).to(torch.uint8)).item()) if bad.numel() else 0
     gs, es = g.reshape(-1), e.reshape(-1)
-    exact = not e.dtype.is_floating_point
-    if not exact and (rtol is None or atol is None):
+    integral = not e.dtype.is_floating_point
+    if not integral and (rtol is None or atol is None):
         rtol, atol = _tolerances(e.dtype)
     return Mismatch(
         b.name,
@@ -165,8 +183,9 @@ def compare_buffer(
         first=_unravel(first, b.shape),
         first_got=gs[first].item() if g.numel() else 0,
         first_expected=es[first].item() if e.numel() else 0,
-        rtol=None if exact else rtol,
-        atol=None if exact else atol,
+        rtol=None if integral else rtol,
+        atol=None if integral else atol,
+        float64=None if exact is None or integral else multiplier(e.dtype),
     )
 
 
@@ -209,7 +228,7 @@ def compare_with_reference(
     src = source if source is not None else emit_module(graph, plan, autotune=autotune)
     dev = torch.device(device) if device is not None else _default_device()
     got = run_module(src, {k: v.clone().to(dev) for k, v in inputs.items()}, poison=True)
-    checks = check_outputs(graph, got, expected, rtol=rtol, atol=atol)
+    checks = check_outputs(graph, got, expected, rtol=rtol, atol=atol, inputs=inputs)
     problems = [
         Diagnostic(c.message(), code="check" if c.missing else "mismatch") for c in checks if not c.ok
     ]
@@ -225,9 +244,13 @@ def check_outputs(
     *,
     rtol: float | None = None,
     atol: float | None = None,
+    inputs: Mapping[str, torch.Tensor] | None = None,
 ) -> list[OutputCheck]:
     """Each output buffer's storages from a generated run (`got`) against the reference's
-    (`expected`), in buffer order, under `value_tolerances` (or `rtol`/`atol`, both or neither)."""
+    (`expected`), in buffer order, under `value_tolerances` (or `rtol`/`atol`, both or neither).
+    Given the run's `inputs`, a float output that differs is compared with the graph run in
+    float64 on them too (run once, on the first such output; `fuseopt.runtime.float64`)."""
+    exact = _Lazy(lambda: run_float64(graph, inputs)) if inputs is not None else None
     out = []
     for b in graph.outputs:
         tol = (rtol, atol) if rtol is not None and atol is not None else value_tolerances(graph, b)
@@ -236,8 +259,30 @@ def check_outputs(
             out.append(OutputCheck(b.name, shown_tol[0], shown_tol[1], missing=True))
             continue
         m = compare_buffer(b, got[b.name], expected[b.name], rtol=tol[0], atol=tol[1])
-        out.append(OutputCheck(b.name, shown_tol[0], shown_tol[1], m))
+        wide = exact() if m is not None and b.dtype.is_float and exact is not None else None
+        if m is None or wide is None:
+            out.append(OutputCheck(b.name, shown_tol[0], shown_tol[1], m))
+            continue
+        decided = compare_buffer(
+            b, got[b.name], expected[b.name], rtol=tol[0], atol=tol[1], exact=wide[b.name]
+        )
+        matched = m.count - (0 if decided is None else decided.count)
+        out.append(OutputCheck(b.name, shown_tol[0], shown_tol[1], decided, float64=matched))
     return out
+
+
+class _Lazy:
+    """A value computed on the first call, then kept."""
+
+    def __init__(self, fn: Callable[[], dict[str, torch.Tensor] | None]) -> None:
+        self._fn = fn
+        self._done = False
+        self._value: dict[str, torch.Tensor] | None = None
+
+    def __call__(self) -> dict[str, torch.Tensor] | None:
+        if not self._done:
+            self._value, self._done = self._fn(), True
+        return self._value
 
 
 def value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float | None]:
