@@ -340,6 +340,23 @@ def test_out_of_range_indirect_index_is_reported_not_read() -> None:
         run_graph(cap.graph, storages)
 
 
+def test_floor_division_of_floats_divides_correctly_rounded() -> None:
+    """Inductor's float floor division is `floor(div_rn(a, b))`: captured as `floor(a / b)`, which
+    code generation divides correctly rounded (`tl.div_rn`) on exact multiples too."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.passes.pipeline import optimize
+    from fuseopt.runtime.module import run_module
+
+    a = torch.arange(24.0).reshape(4, 6) * -7 - 693000
+    cap = capture_program(lambda a, b: torch.div(a, b, rounding_mode="floor"), a, torch.full((4, 6), 7.0))
+    assert _values(cap) == "floor(a[6 * x0 + x1] / b[6 * x0 + x1])"
+    stage = optimize(cap.graph)
+    src = emit_module(stage.graph, stage.plan)
+    assert "tl.div_rn(" in src
+    got = cap.program_outputs(run_module(src, cap.input_storages()))[0]
+    torch.testing.assert_close(got, torch.div(a, 7.0, rounding_mode="floor"), rtol=0, atol=0)
+
+
 def test_upsample_indices_are_exact_integer_forms(captured: Callable[[str], Capture]) -> None:
     text = _values(captured("upsample"))
     assert "float" not in text and "cast" not in text

@@ -25,7 +25,7 @@ from fuseopt.codegen.indexing import Digit, canonical_terms, decompose
 from fuseopt.codegen.rules import divisor_reciprocal
 from fuseopt.codegen.strategies import SplitPartial
 from fuseopt.errors import CheckFailed
-from fuseopt.interp import make_inputs
+from fuseopt.interp import make_inputs, run_graph
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import Unary
 from fuseopt.ir.graph import ComputeNode
@@ -906,6 +906,43 @@ def test_division_by_a_constant_multiplies_by_its_reciprocal() -> None:
     src = check(g, unfused_plan(g), SMALL)
     assert "tl.full([1], 3.0, tl.float64)" in src and "tl.full([1], 0.25, tl.float64)" in src
     assert src.count("tmp0 / tmp1") == 1 and src.count("tmp0 * tmp1") == 1 and "4.0," not in src
+
+
+def _below_by_reciprocal(dtype: torch.dtype, divisor: float, n: int) -> torch.Tensor:
+    """`n` multiples of `divisor`, exact in `dtype`, whose product by float32(1/divisor) in float32
+    floors to the integer below their exact quotient."""
+    k = torch.arange(-(2**17), 2**17, dtype=torch.float64)
+    a = (k * divisor).to(dtype)
+    exact = a.double() == k * divisor
+    recip = torch.tensor(1.0 / divisor, dtype=torch.float32)
+    below = torch.floor(a.float() * recip).double() < k
+    found = a[exact & below]
+    assert found.numel() >= n
+    return found[:n].clone()
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_a_rounded_quotient_is_correctly_rounded(dt: str) -> None:
+    """floor, ceil, trunc and round of a quotient, and its cast to an integer, round the correctly
+    rounded quotient, as torch's do: a product by the divisor's reciprocal (and Triton's float32
+    `/`, within 2 ulp) lands an ulp below an exact integer quotient and rounds to the integer below
+    (`floor(-700000.0 / 7.0)` gave -100001). Elsewhere a quotient keeps the reciprocal."""
+    a, b = "a[6*i0 + i1]", "b[i0 + 4*i1]"
+    exprs = [
+        f"floor({a} / 7)", f"ceil({a} / -7)", f"trunc({a} / 7)", f"round({a} / 7)", f"cast({a} / 7, int32)",
+        f"floor({a} / {b})", f"floor({a} / 8)", f"{a} / 7",
+    ]  # fmt: skip
+    g = graph(_zoo(dt, exprs))
+    plan = unfused_plan(g)
+    src = emit_module(g, plan, options=SMALL)
+    assert src.count("tl.div_rn(") == 6 and "* 0.125" in src
+    assert f"* {float(np.float32(1) / np.float32(7))!r}" in src  # the plain quotient
+    dtype = getattr(torch, dt)
+    inputs = {"a": _below_by_reciprocal(dtype, 7.0, 24), "b": torch.full((24,), 7.0, dtype=dtype)}
+    expected = run_graph(g, {k: v.clone() for k, v in inputs.items()})
+    got = run_module(src, {k: v.clone() for k, v in inputs.items()})
+    for i in range(len(exprs) - 1):  # the rounded ones exactly (the plain quotient is within 2 ulp)
+        torch.testing.assert_close(got[f"o{i}"], expected[f"o{i}"], rtol=0, atol=0)
 
 
 @settings(max_examples=300, deadline=None)

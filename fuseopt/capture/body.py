@@ -47,6 +47,7 @@ BINARY_OPS: dict[str, str] = {
     "sub": "sub",
     "mul": "mul",
     "truediv": "truediv",
+    "div_rn": "truediv",  # correctly rounded, as the format's `/` is (code generation: `rounded`)
     "floordiv": "floordiv",
     "remainder": "mod",
     "mod": "fmod",

@@ -26,6 +26,7 @@ from fuseopt.codegen.rules import (
     POW_BY_CONST,
     binary_rule,
     divisor_reciprocal,
+    rounds_to_integer,
     unary_rule,
 )
 from fuseopt.codegen.schedule import Placement
@@ -371,14 +372,21 @@ class ExpressionEmitter(EmitterCore):
                 a = self.materialize(a, res)
             return self.emit(f"tl.where({c.text}, {a.text}, {b.text})", [c, a, b], res)
         if isinstance(e, Cast):
-            return self.cast(self.value(e.x, ctx, conds), e.to)
+            return self.cast(self.operand(e, ctx, conds), e.to)
         if isinstance(e, Unary):
-            return self.unary(e, self.value(e.x, ctx, conds))
+            return self.unary(e, self.operand(e, ctx, conds))
         if isinstance(e, Binary):
             return self.binary(e, self.value(e.a, ctx, conds), self.value(e.b, ctx, conds))
         if isinstance(e, Reduce):
             raise CodegenError(f"node {ctx.p.node.name!r}: a reduction inside an expression")
         raise CodegenError(f"node {ctx.p.node.name!r}: no Triton rule for {type(e).__name__}")
+
+    def operand(self, e: Cast | Unary, ctx: NodeCtx, conds: tuple[Val, ...]) -> Val:
+        """`e`'s operand: correctly rounded, if a quotient that `e` rounds to an integer."""
+        x = e.x
+        if isinstance(x, Binary) and x.op == "truediv" and rounds_to_integer(e):
+            return self.binary(x, self.value(x.a, ctx, conds), self.value(x.b, ctx, conds), exact=True)
+        return self.value(x, ctx, conds)
 
     def masked(self, e: Masked, ctx: NodeCtx, conds: tuple[Val, ...]) -> Val:
         assert e.dtype is not None
@@ -437,7 +445,7 @@ class ExpressionEmitter(EmitterCore):
             return idx
         return self.emit(f"tl.full({self.shape(())}, {idx.text}, {TL_DTYPE[self.idt]})", [], self.idt)
 
-    def binary(self, e: Binary, a: Val, b: Val) -> Val:
+    def binary(self, e: Binary, a: Val, b: Val, exact: bool = False) -> Val:
         assert e.dtype is not None and e.a.dtype is not None and e.b.dtype is not None
         res = compute_dtype(e.dtype)
         rule = binary_rule(e.op)
@@ -450,9 +458,13 @@ class ExpressionEmitter(EmitterCore):
         av, bv = self.coerce(a, operand), self.coerce(b, operand)
         template: str | None
         recip = (
-            divisor_reciprocal(float(b.const), operand) if e.op == "truediv" and b.const is not None else None
+            divisor_reciprocal(float(b.const), operand, exact)
+            if e.op == "truediv" and b.const is not None
+            else None
         )
-        if recip is not None:  # x / c as x * (1/c): see divisor_reciprocal
+        if e.op == "truediv" and exact and recip is None and operand == DType.float32:
+            template = "tl.div_rn({a}, {b})"
+        elif recip is not None:  # x / c as x * (1/c): see divisor_reciprocal
             template = "{a} * {b}"
             lit = b.dtype if b.dtype.is_float else operand  # an integer divisor's reciprocal is a float
             bv = self.coerce(Val(literal_text(recip, lit), lit, const=recip), operand)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from fuseopt.codegen.common import CodegenError
 from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Cast, Expr, Unary
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,19 @@ UNARY_RULES: dict[str, OpRule] = {
     "not": OpRule(None, "~{x}", "{x} == 0"),
 }
 
+ROUNDINGS = frozenset({"floor", "ceil", "trunc", "round"})
+
+
+def rounds_to_integer(e: Expr) -> bool:
+    """Whether `e` rounds its operand to an integer (floor, ceil, trunc, round, a cast to an
+    integer type). A quotient there is divided correctly rounded (`tl.div_rn`, a reciprocal only
+    if exact), as torch's is: one within an ulp or two (Triton's float32 `/`, a product by the
+    divisor's reciprocal) lands below an exact integer quotient and rounds to the integer below
+    (`floor(-700000.0 / 7.0)` is -100000; `x * float32(1/7)` gives -100001). Inductor divides with
+    `div_rn` in floor division likewise."""
+    return isinstance(e, Unary) and e.op in ROUNDINGS or isinstance(e, Cast) and not e.to.is_float
+
+
 BINARY_RULES: dict[str, OpRule] = {
     "add": _same("{a} + {b}", bool_="{a} | {b}"),
     "sub": _same("{a} - {b}"),
@@ -116,9 +130,10 @@ POW_BY_CONST: dict[float, str] = {
 }
 
 
-def divisor_reciprocal(divisor: float, dtype: DType) -> float | None:
+def divisor_reciprocal(divisor: float, dtype: DType, exact: bool = False) -> float | None:
     """The constant that a division by `divisor` in `dtype` arithmetic becomes a multiplication by,
-    or None to keep the division.
+    or None to keep the division; with `exact`, only a reciprocal that gives the correctly rounded
+    quotient (a power of two's).
 
     Triton's float32 `/` is `div.full.f32`: up to 2 ulp from the correctly rounded quotient, with
     a special-function reciprocal an element. A multiplication by float32(1/divisor) is within
@@ -142,8 +157,8 @@ def divisor_reciprocal(divisor: float, dtype: DType) -> float | None:
         d, recip, tiny = divisor, 1.0 / divisor, float(np.finfo(np.float64).tiny)
     if d == 0.0 or not tiny <= abs(recip) < math.inf:
         return None
-    exact = abs(math.frexp(d)[0]) == 0.5
-    return recip if exact or dtype == DType.float32 else None
+    power_of_two = abs(math.frexp(d)[0]) == 0.5
+    return recip if power_of_two or (dtype == DType.float32 and not exact) else None
 
 
 @dataclass(frozen=True)
