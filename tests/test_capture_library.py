@@ -584,6 +584,23 @@ def test_every_extern_is_a_library_call(captured: Callable[[str], Capture]) -> N
     )
 
 
+@pytest.mark.parametrize("token", [0, 7, -1])
+def test_a_row_of_a_computed_buffer_read_by_a_matmul_is_a_view(token: int) -> None:
+    """A pooled token (`hidden[:, token] @ w + b`, SigLIP's text pooler takes the last): the
+    matmul reads a slice of the normalised activations, which keep their own layout; the last
+    token's slice spans the whole storage (offset 480 + 512 + 32 = 1024) but not its elements."""
+    x, w, b = _randn(2, 16, 32), _randn(32, 8), _randn(8)
+
+    def pooled(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (32,))[:, token] @ w + b
+
+    cap = capture_program(pooled, x, w, b)
+    _assert_matches(cap, [pooled(x, w, b)])
+    (call,) = _calls(cap)
+    (normed,) = [cap.graph.buffer(r) for r in call.read_buffers() if cap.graph.buffer(r).role != "input"]
+    assert normed.shape == (2, 16, 32)
+
+
 def test_conv_arguments_follow_the_schema(captured: Callable[[str], Capture]) -> None:
     conv = next(n for n in _calls(captured("convs")) if n.call is not None and n.call.args[2] is not None)
     assert conv.call is not None

@@ -16,6 +16,7 @@ FORMAT v1 form, and are expressed as follows:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,6 +192,17 @@ def is_dense(layout: Layout) -> bool:
             return False
         expect *= n
     return True
+
+
+def same_elements(a: Layout, b: Layout) -> bool:
+    """Whether two layouts of a storage hold the same elements (a reshape or permutation of one
+    another, not a slice): both dense from one offset, or the same dims in another order."""
+    if a.dtype != b.dtype or math.prod(a.shape) != math.prod(b.shape) or a.offset != b.offset:
+        return False
+    if is_dense(a) and is_dense(b):
+        return True
+    dims = [sorted((s, n) for n, s in zip(x.shape, x.stride, strict=True) if n > 1) for x in (a, b)]
+    return dims[0] == dims[1]
 
 
 @dataclass
@@ -733,9 +745,9 @@ class Converter:
                 f"{buffer} is read by extern kernels through views {[v.to_json() for v in distinct]}"
                 f"{' and as declared' if as_declared else ''}, other than its layout {base.to_json()}"
             )
-        if view.dtype != base.dtype or view.storage_size != base.storage_size:
+        if not same_elements(view, base):
             return (
-                f"extern {reader} reads {buffer} through a view {view.to_json()} that spans other storage "
+                f"extern {reader} reads {buffer} through a view {view.to_json()} of other elements "
                 f"than its layout {base.to_json()}"
             )
         return None
