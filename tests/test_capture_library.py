@@ -357,6 +357,31 @@ def test_floor_division_of_floats_divides_correctly_rounded() -> None:
     torch.testing.assert_close(got, torch.div(a, 7.0, rounding_mode="floor"), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_trunc_division_and_atan_are_expressed_exactly(dtype: torch.dtype) -> None:
+    """Inductor's `truncdiv` (integer `torch.div(..., rounding_mode="trunc")`) is
+    `(a - fmod(a, b)) // b` and `atan(x)` is `atan2(x, 1)`: both equal torch's on every sign, on
+    the dtype's extremes, through generated code too."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.passes.pipeline import optimize
+    from fuseopt.runtime.module import run_module
+
+    info = torch.iinfo(dtype)
+    a = torch.tensor([-7, 7, -6, 6, 0, 5, -5, info.min + 1, info.max, info.min, 100 % info.max], dtype=dtype)
+    b = torch.tensor([2, 2, -3, -3, 4, -1, 1, 3, -7, 5, -9], dtype=dtype)
+    x = _randn(11) * 10
+
+    def fn(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.div(a, b, rounding_mode="trunc"), torch.atan(x)
+
+    cap = capture_program(fn, a, b, x)
+    _assert_matches(cap, list(fn(a, b, x)))
+    stage = optimize(cap.graph)
+    got = cap.program_outputs(run_module(emit_module(stage.graph, stage.plan), cap.input_storages()))
+    assert torch.equal(got[0], fn(a, b, x)[0])
+    torch.testing.assert_close(got[1], torch.atan(x))
+
+
 def test_upsample_indices_are_exact_integer_forms(captured: Callable[[str], Capture]) -> None:
     text = _values(captured("upsample"))
     assert "float" not in text and "cast" not in text
@@ -681,11 +706,40 @@ def test_sources_parse_without_evaluation() -> None:
 
 # -- 6. failures -------------------------------------------------------------------------------
 def test_expression_past_the_limits_is_named_as_such() -> None:
-    """Inductor unrolls a small variance and the sum after it into one loop body whose operands
-    repeat: past the format's 1024 nodes an expression. The error says so (not "a bug")."""
+    """A concatenation of 60 computed pieces read by one pointwise node is a chain of 60 masked
+    loads, past the format's 4096 characters an expression. The error says so (not "a bug")."""
     with pytest.raises(CaptureError, match="past the format's limits") as err:
-        capture_program(lambda x: x.var(1).sum(), _randn(6, 5))
-    assert "bug" not in str(err.value) and "1024 nodes" in str(err.value)
+        capture_program(lambda x: torch.cat([torch.sin(x * i) for i in range(60)], 1).exp(), _randn(2, 4))
+    text = str(err.value)
+    assert "bug" not in text and "4096 characters" in text and "reductions not unrolled" in text
+
+
+SMALL_REDUCTIONS: dict[str, Program] = {
+    "var_of_var": (lambda x: x.var(1).sum(), (_randn(6, 5),)),
+    "argmin_ties": (lambda x: x.argmin(1) + x.argmax(0).sum(), (torch.tensor([[1.0, 1.0, 0.0, 0.0], [2.0] * 4]),)),
+    "max_of_transposed": (lambda x: torch.max(x.t(), 0)[1] * 2, (_randn(5, 4),)),
+    "softmax_of_a_variance": (lambda x: torch.softmax(torch.softmax(x, 1).var(1), -1), (_randn(4, 3, 2),)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_REDUCTIONS))
+def test_small_reductions_past_the_limits_are_captured_not_unrolled(name: str) -> None:
+    """Inductor unrolls a reduction over fewer than 8 points into one expression that repeats
+    its operands (an argmax's comparisons, a variance of a variance): past the format's limits,
+    the program is captured again with Inductor's reductions not unrolled, and says so."""
+    fn, args = SMALL_REDUCTIONS[name]
+    cap = capture_program(fn, *args)
+    with torch.no_grad():
+        want = [t for t in pytree.tree_leaves(fn(*args)) if isinstance(t, torch.Tensor)]
+    _assert_matches(cap, want)
+    assert cap.graph.meta["capture"]["inductor_config"] == {"unroll_reductions_threshold": 1}
+    assert any(isinstance(n, ComputeNode) and n.reduce for n in cap.graph.nodes)
+
+
+def test_small_reductions_within_the_limits_stay_unrolled() -> None:
+    cap = capture_program(lambda x: x.sum(1) * x.amax(1), _randn(6, 3))
+    assert "inductor_config" not in cap.graph.meta["capture"]
+    assert not any(isinstance(n, ComputeNode) and n.reduce for n in cap.graph.nodes)
 
 
 def test_shape_error_leads_with_its_cause_and_no_log(capfd: pytest.CaptureFixture[str]) -> None:

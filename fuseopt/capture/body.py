@@ -258,6 +258,15 @@ class BodyHandler:
         v = self._value(x)
         return Binary("mul", v, v)
 
+    def truncdiv(self, a: Any, b: Any) -> Expr:
+        """Integer division rounding toward zero: `a - fmod(a, b)` is a multiple of `b` (fmod
+        takes a's sign), so its floor division by `b` is exact."""
+        va, vb = self._value(a), self._value(b)
+        return Binary("floordiv", Binary("sub", va, Binary("fmod", va, vb)), vb)
+
+    def atan(self, x: Any) -> Expr:
+        return Binary("atan2", self._value(x), self._value(1.0))
+
     def where(self, cond: Any, a: Any, b: Any) -> Expr:
         return Where(self._value(cond), self._value(a), self._value(b))
 

@@ -107,18 +107,54 @@ def capture_program(
     while it compiles; a failure's message leads with the innermost cause either way.
     Raises CaptureError when torch.compile fails or the graph uses what FORMAT v1 cannot express.
     """
-    import torch
     from torch._inductor import config
 
     if name is not None and not re.match(GRAPH_NAME_PATTERN, name):
         raise CaptureError(f"graph name {name!r} is not a name: it must match {GRAPH_NAME_PATTERN}")
-    state = _State()
-    _signature(fn, state)
-    emulation_cm = gpu_emulation() if emulate_gpu else nullcontext(None)
     overrides = dict(inductor_config or {})
     unknown = [k for k in overrides if not has_config(config, k)]
     if unknown:
         raise CaptureError(f"unknown Inductor config option(s): {', '.join(sorted(unknown))}")
+    meta_source = dict(source) if source is not None else _default_source(fn, example_inputs)
+    graph_name = name or _graph_name(getattr(fn, "__name__", "captured"))
+    args = (fn, example_inputs, graph_name, meta_source, emulate_gpu, quiet)
+    try:
+        return _capture_once(*args, overrides)
+    except CaptureError as err:
+        if err.diagnostics[0].code != "limit" or _NOT_UNROLLED in overrides:
+            raise
+    # Inductor unrolls a reduction over fewer than `unroll_reductions_threshold` points into one
+    # expression (an argmax over 4 classes, a softmax over 3 heads), which repeats its operands
+    # past the format's limits; not unrolled, it is a reduction node. Recorded in
+    # meta.capture.inductor_config, and Inductor's plan in meta.inductor is the one of that compile.
+    try:
+        return _capture_once(*args, {**overrides, _NOT_UNROLLED: 1})
+    except CaptureError as err:
+        if err.diagnostics[0].code != "limit":
+            raise
+        raise CaptureError(
+            f"{err.message}\n(also with Inductor's reductions not unrolled)", code="limit"
+        ) from None
+
+
+_NOT_UNROLLED = "unroll_reductions_threshold"
+
+
+def _capture_once(
+    fn: Callable[..., Any],
+    example_inputs: Sequence[Any],
+    graph_name: str,
+    meta_source: dict[str, Any],
+    emulate_gpu: bool,
+    quiet: bool,
+    overrides: dict[str, Any],
+) -> Capture:
+    import torch
+    from torch._inductor import config
+
+    state = _State()
+    _signature(fn, state)
+    emulation_cm = gpu_emulation() if emulate_gpu else nullcontext(None)
     torch._dynamo.reset()
     try:
         with (
@@ -135,8 +171,6 @@ def capture_program(
         raise state.error
     if state.draft is None or state.groups is None:
         raise CaptureError("Inductor scheduled nothing: the program has no tensor computation to capture")
-    meta_source = dict(source) if source is not None else _default_source(fn, example_inputs)
-    graph_name = name or _graph_name(getattr(fn, "__name__", "captured"))
     return _assemble(state, graph_name, meta_source, emulation, overrides)
 
 
@@ -529,8 +563,10 @@ def _validated(doc: Mapping[str, Any], name: str) -> Graph:
             raise CaptureError(
                 "an expression of the captured graph is past the format's limits for one expression "
                 "(4096 characters, 64 levels, 1024 nodes; docs/format.md): Inductor's loop body has no "
-                "shared values in the format's text (a small reduction unrolled repeats its operands)."
-                "\n" + rendered
+                "shared values in the format's text (a small reduction unrolled repeats its operands; a "
+                "concatenation of many pieces is a chain of one branch a piece)."
+                "\n" + rendered,
+                code="limit",
             ) from None
         raise CaptureError(
             "the captured graph does not validate (a bug of fuseopt capture; please report it with the "
