@@ -241,12 +241,12 @@ def test_rendered_program_is_the_graph(sample: str) -> None:
     expected = run_graph(g, {k: v.clone() for k, v in inputs.items()})
     views = _views(g, inputs)
     program = rendered_program(g)
-    _check_logical(g, program(views), expected)
+    _check_logical(g, program(views), expected, inputs)
     storages = {b.name: inputs[b.name] for b in g.inputs}
     traced = make_fx(lambda st: program.run(st))(storages)
     assert "index_put" in traced.code
-    _check_storages(g, traced(storages), expected)
-    _check_logical(g, program.compiled(views, backend="aot_eager")(views), expected)
+    _check_storages(g, traced(storages), expected, inputs)
+    _check_logical(g, program.compiled(views, backend="aot_eager")(views), expected, inputs)
 
 
 @interpreter_only

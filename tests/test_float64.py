@@ -130,3 +130,16 @@ def test_run_says_which_elements_a_float64_run_decided(
         assert doc["verdict"] == "match" and doc["checks"][0]["float64_matched"] > 0
     else:
         assert "match*" in result.output and "as close to the graph run in float64" in result.output
+
+
+def test_bench_checks_results_the_same_way() -> None:
+    """`fuseopt bench` checks each variant (and eager, torch.compile) before timing it."""
+    from fuseopt.bench.harness import _check_storages
+    from fuseopt.errors import CheckFailed
+
+    g, inputs, expected, exact = _run()
+    mirrored = (2 * exact - expected.double()).float()
+    _check_storages(g, {"o": mirrored}, {"o": expected}, inputs)
+    mirrored[3] += 40.0
+    with pytest.raises(CheckFailed, match="1 of 64 elements"):
+        _check_storages(g, {"o": mirrored}, {"o": expected}, inputs)

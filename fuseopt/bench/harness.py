@@ -88,25 +88,29 @@ def _views(graph: Graph, storages: Mapping[str, torch.Tensor]) -> dict[str, torc
     return {b.name: logical_view(graph, b.name, storages[b.name]) for b in graph.inputs}
 
 
-def _check_storages(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[str, torch.Tensor]) -> None:
-    """Every output against the reference, with the tolerances `fuseopt run` uses (per dtype,
-    widened downstream of long sums and library calls)."""
-    from fuseopt.runtime.compare import compare_buffer, value_tolerances
+def _check_storages(
+    graph: Graph,
+    got: Mapping[str, torch.Tensor],
+    want: Mapping[str, torch.Tensor],
+    inputs: Mapping[str, torch.Tensor],
+) -> None:
+    """Every output against the reference, as `fuseopt run` checks (`check_outputs`: tolerances
+    per dtype, widened downstream of long sums and library calls; a float64 run on `inputs`
+    decides the elements outside them)."""
+    from fuseopt.runtime.compare import check_outputs
 
-    problems = []
-    for b in graph.outputs:
-        if b.name not in got:
-            problems.append(f"{b.name}: not returned")
-            continue
-        rtol, atol = value_tolerances(graph, b)
-        m = compare_buffer(b, got[b.name].cpu(), want[b.name], rtol=rtol, atol=atol)
-        if m is not None:
-            problems.append(m.message())
+    checks = check_outputs(graph, {k: v.cpu() for k, v in got.items()}, want, inputs=inputs)
+    problems = [c.message() for c in checks if not c.ok]
     if problems:
         raise CheckFailed("; ".join(problems))
 
 
-def _check_logical(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[str, torch.Tensor]) -> None:
+def _check_logical(
+    graph: Graph,
+    got: Mapping[str, torch.Tensor],
+    want: Mapping[str, torch.Tensor],
+    inputs: Mapping[str, torch.Tensor],
+) -> None:
     """A torch program's outputs (logical tensors) against the reference storages."""
     from fuseopt.interp import logical_view
 
@@ -118,7 +122,7 @@ def _check_logical(graph: Graph, got: Mapping[str, torch.Tensor], want: Mapping[
             got[b.name].detach().cpu().to(expected.dtype).reshape(expected.shape)
         )
         storages[b.name] = flat
-    _check_storages(graph, storages, want)
+    _check_storages(graph, storages, want, inputs)
 
 
 def bench_graph(
@@ -177,6 +181,7 @@ def bench_graph(
         if inputs is None:
             inputs = make_inputs(graph, seed=seed, limits=limits)
         expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()}, limits=limits)
+        cpu_inputs = {k: v.cpu() for k, v in inputs.items()}
         dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
         nbytes = io_bytes(graph)
         same_size = None if do_bench is None else copy_bandwidth_gbps(dev, do_bench, nbytes // 2)
@@ -235,7 +240,7 @@ def bench_graph(
 
             def check(m: Any = module) -> None:
                 got = run_module(m, {k: v.clone() for k, v in dev_inputs.items()}, poison=True)
-                _check_storages(graph, got, expected)
+                _check_storages(graph, got, expected, cpu_inputs)
 
             def call(m: Any = module) -> object:
                 return m.call(dev_inputs)
@@ -250,7 +255,7 @@ def bench_graph(
                 if own_check is not None:
                     own_check(got, expected)
                 else:
-                    _check_logical(graph, got, expected)
+                    _check_logical(graph, got, expected, cpu_inputs)
 
             def check_eager() -> None:
                 check_results(program(views))
