@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from fuseopt.capture.convert import output_tensors
+from fuseopt.capture.layout import output_tensors
 from fuseopt.errors import CheckFailed, InputError
 from fuseopt.ir.graph import Graph
 
 if TYPE_CHECKING:
     from fuseopt.capture import Capture
-    from fuseopt.capture.convert import OutputSpec
+    from fuseopt.capture.layout import OutputSpec
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,7 @@ def bind_recorded(graph: Graph, fn: Callable[..., Any], args: Sequence[torch.Ten
     paths are looked up on `fn` when it is the captured `nn.Module`, else on the module a path's
     first name is in `fn`'s globals (`MLP.fc1.weight`). None when the record does not cover every
     input (a constant's value is only in a capture) or a path does not resolve."""
-    from fuseopt.capture.convert import Layout, OutputSpec
+    from fuseopt.capture.layout import Layout, OutputSpec
     from fuseopt.ir.dtypes import DType
 
     capture = graph.meta.get("capture")

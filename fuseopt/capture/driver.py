@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fuseopt.capture.body import dtype_of
-from fuseopt.capture.convert import Converter, Draft, Layout, OutputSpec, layout_of, output_tensors, resolve
+from fuseopt.capture.convert import Converter, Draft
 from fuseopt.capture.emulate import Emulation, gpu_emulation, has_config
 from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.layout import Layout, OutputSpec, layout_of, output_tensors, resolve
 from fuseopt.capture.origins import CallRecord, call_record, input_names, origin_of
 from fuseopt.capture.specs import describe_tensor
 from fuseopt.errors import InputError

@@ -42,7 +42,7 @@ class TensorRef:
     (rendered `{"buffer": b}` when the view is the buffer as declared)."""
 
     buffer: str
-    layout: Any  # fuseopt.capture.convert.Layout
+    layout: Any  # fuseopt.capture.layout.Layout
 
 
 @dataclass
