@@ -49,6 +49,7 @@ class Draft:
     # Inductor node -> the FORMAT nodes made for it besides its own (an output of its multi-output
     # reduction that Inductor computes in the same kernel and dropped, which a later output reads)
     companions: dict[str, list[str]] = field(default_factory=dict)
+    mutations: dict[str, str] = field(default_factory=dict)  # buffer -> the input it is the new value of
 
 
 def _same_loader(a: Any, b: Any) -> bool:
@@ -82,8 +83,12 @@ class Converter(LibraryConverter):
     # buffer -> the Inductor compute node that writes it; those `_make_output` converted early
     _scheduled: dict[str, str] = field(default_factory=dict)
     _converted_early: set[str] = field(default_factory=set)
+    # buffer -> the graph input (Inductor's name) it is the new value of (`_mutation`), and back
+    mutations: dict[str, str] = field(default_factory=dict)
+    _written_in_place: dict[str, str] = field(default_factory=dict)
 
     def load(self, name: str, index: sympy.Expr, ctx: NodeContext) -> Expr:
+        name = self._written_in_place.get(name, name)  # the input's new value, once written
         if name in self.empties:
             # Memory nothing wrote (`torch.empty`; circular padding writes its output in slices
             # over one): any value is its value, and a correct program never uses it.
@@ -229,12 +234,34 @@ class Converter(LibraryConverter):
         elif isinstance(sn.node, ir.Buffer):  # an allocation nothing computes (`torch.empty`)
             self.empties[sn.node.get_name()] = layout_of(sn.node.get_layout(), name)
 
+    def _mutation(self, node: Any, mutated: list[str], name: str) -> str:
+        """The graph input that `node` writes in place (`x.add_(y)`, a KV cache's `index_copy_`,
+        BatchNorm's running statistics): after functionalization, the one copy of the input's
+        final value into it. FORMAT has no aliasing: the node's buffer is that value, an output
+        (`meta.capture.mutations` says which input it is the new value of), in the input's layout,
+        and a load of the input after it loads the buffer (`load`)."""
+        inputs = {k for k, v in self.graph.graph_inputs.items() if not isinstance(v, sympy.Expr)}
+        if len(mutated) != 1 or mutated[0] not in inputs:
+            raise CaptureError(
+                f"in-place writes to {mutated}: only one graph input a node is captured", node=name
+            )
+        if mutated[0] in self._written_in_place:
+            raise CaptureError(
+                f"graph input {self.buffer_name(mutated[0])} is written in place twice", node=name
+            )
+        part, whole = layout_of(node.get_layout(), name), self.layout(mutated[0])
+        if not same_layout(part, whole):
+            raise CaptureError(
+                f"writes {list(part.shape)} of graph input {self.buffer_name(mutated[0])} {list(whole.shape)} in "
+                "place (a slice assigned): FORMAT has no aliasing, so only a write of a whole input is captured",
+                node=name,
+            )
+        return mutated[0]
+
     def _compute(self, sn: Any, name: str) -> None:
         node = sn.node
-        if node.get_mutation_names():
-            raise CaptureError(
-                f"in-place writes to {list(node.get_mutation_names())} are not supported", node=name
-            )
+        mutated = list(node.get_mutation_names())
+        target = self._mutation(node, mutated, name) if mutated else None
         sizes = [[static_int(s, "loop size", name) for s in group] for group in sn._sizes]
         syms = [sympy.Symbol(f"x{i}", integer=True, nonnegative=True) for i in range(len(sizes[0]))]
         syms += [sympy.Symbol(f"r{i}", integer=True, nonnegative=True) for i in range(len(sizes[1]))]
@@ -278,3 +305,6 @@ class Converter(LibraryConverter):
         doc["value"] = to_text(value)
         self.written[node.get_name()] = layout_of(node.get_layout(), name)
         self.nodes.append(doc)
+        if target is not None:
+            self.mutations[node.get_name()] = target
+            self._written_in_place[target] = node.get_name()

@@ -76,6 +76,17 @@ class Capture:
             out[b.name] = torch.as_strided(t, (b.storage_size,), (1,)).detach().cpu().clone()
         return out
 
+    def updated_inputs(self, storages: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The inputs the program writes in place (`meta.capture.mutations`), each its new value
+        from `run_graph`'s storages, in the input's layout."""
+        import torch
+
+        out = {}
+        for m in self.graph.meta["capture"].get("mutations", []):
+            b = self.graph.buffer(m["buffer"])
+            out[m["input"]] = torch.as_strided(storages[b.name], b.shape, b.stride, b.offset)
+        return out
+
     def program_outputs(self, storages: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
         """The graph's outputs as tensors, from `run_graph`'s storages (slices of a concatenation
         are added into one storage: they do not overlap, and the interpreter zero-fills)."""
@@ -403,6 +414,7 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
     outputs = [_output_spec(conv, o) for o in graph.graph_outputs]
     # an output's buffer, or its concatenation's slices (the concatenation is no buffer)
     output_buffers = {b for o in outputs for b, _ in o.pieces} | {o.buffer for o in outputs if o.buffer}
+    output_buffers |= set(conv.mutations)  # an input's new value is an output of the program too
 
     buffers: dict[str, dict[str, Any]] = {}
     real: dict[str, Any] = {}
@@ -435,6 +447,7 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
         outputs=outputs,
         dropped=conv.dropped,
         companions=conv.companions,
+        mutations={b: renames[i] for b, i in conv.mutations.items()},
     )
     return draft, real
 
@@ -517,6 +530,8 @@ def _assemble(
     capture_meta["outputs"] = [o.to_json() for o in draft.outputs]
     if draft.dropped:
         capture_meta["dropped_nodes"] = list(draft.dropped)
+    if draft.mutations:
+        capture_meta["mutations"] = [{"buffer": b, "input": i} for b, i in draft.mutations.items()]
     doc: dict[str, Any] = {
         "format": FORMAT_ID,
         "name": name,
