@@ -358,10 +358,10 @@ def test_floor_division_of_floats_divides_correctly_rounded() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
-def test_trunc_division_and_atan_are_expressed_exactly(dtype: torch.dtype) -> None:
+def test_ops_the_format_names_otherwise_are_exact(dtype: torch.dtype) -> None:
     """Inductor's `truncdiv` (integer `torch.div(..., rounding_mode="trunc")`) is
-    `(a - fmod(a, b)) // b` and `atan(x)` is `atan2(x, 1)`: both equal torch's on every sign, on
-    the dtype's extremes, through generated code too."""
+    `(a - fmod(a, b)) // b`, `bitwise_xor` is `(a | b) & ~(a & b)` and `atan(x)` is `atan2(x, 1)`:
+    each equals torch's on every sign, on the dtype's extremes, through generated code too."""
     from fuseopt.codegen import emit_module
     from fuseopt.passes.pipeline import optimize
     from fuseopt.runtime.module import run_module
@@ -371,15 +371,16 @@ def test_trunc_division_and_atan_are_expressed_exactly(dtype: torch.dtype) -> No
     b = torch.tensor([2, 2, -3, -3, 4, -1, 1, 3, -7, 5, -9], dtype=dtype)
     x = _randn(11) * 10
 
-    def fn(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.div(a, b, rounding_mode="trunc"), torch.atan(x)
+    def fn(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.div(a, b, rounding_mode="trunc"), a ^ b, (a > 0) ^ (b > 1), torch.atan(x)
 
+    want = fn(a, b, x)
     cap = capture_program(fn, a, b, x)
-    _assert_matches(cap, list(fn(a, b, x)))
+    _assert_matches(cap, list(want))
     stage = optimize(cap.graph)
     got = cap.program_outputs(run_module(emit_module(stage.graph, stage.plan), cap.input_storages()))
-    assert torch.equal(got[0], fn(a, b, x)[0])
-    torch.testing.assert_close(got[1], torch.atan(x))
+    assert all(torch.equal(g, w) for g, w in zip(got[:3], want[:3], strict=True))
+    torch.testing.assert_close(got[3], want[3])
 
 
 def test_upsample_indices_are_exact_integer_forms(captured: Callable[[str], Capture]) -> None:

@@ -264,6 +264,11 @@ class BodyHandler:
         va, vb = self._value(a), self._value(b)
         return Binary("floordiv", Binary("sub", va, Binary("fmod", va, vb)), vb)
 
+    def bitwise_xor(self, a: Any, b: Any) -> Expr:
+        """`(a | b) & ~(a & b)`: exact bit by bit, on bools and on integers alike."""
+        va, vb = self._value(a), self._value(b)
+        return Binary("and", Binary("or", va, vb), Unary("not", Binary("and", va, vb)))
+
     def atan(self, x: Any) -> Expr:
         return Binary("atan2", self._value(x), self._value(1.0))
 
