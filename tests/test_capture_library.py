@@ -383,6 +383,40 @@ def test_ops_the_format_names_otherwise_are_exact(dtype: torch.dtype) -> None:
     torch.testing.assert_close(got[3], want[3])
 
 
+FROM_DATA: dict[str, Program] = {
+    "grid_bilinear_zeros": (lambda x, g: F.grid_sample(x, g, align_corners=False), (_randn(2, 3, 7, 6), _randn(2, 5, 4, 2))),
+    "grid_nearest_border": (lambda x, g: F.grid_sample(x, g, mode="nearest", padding_mode="border"), (_randn(1, 2, 5, 5), _randn(1, 4, 3, 2))),
+    "grid_bicubic_zeros": (lambda x, g: F.grid_sample(x, g, mode="bicubic", align_corners=True).relu(), (_randn(1, 2, 6, 5), _randn(1, 3, 3, 2))),
+    "gather_in_a_pad": (lambda x, g: F.pad(torch.gather(x, 1, (g.sigmoid() * 7.9).long()), (2, 1), value=-1.0), (_randn(3, 8), _randn(3, 5))),
+    "sum_of_a_gather": (lambda x, g: torch.gather(x, 1, (g.sigmoid() * 31.9).long()).sum(1), (_randn(3, 32), _randn(3, 40))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(FROM_DATA))
+def test_indices_computed_from_data_are_buffers_of_their_own(name: str) -> None:
+    """An indirect index computed from float data (grid_sample's `floor(grid * 2.5 + 2.0)`, a
+    gather by a scaled probability) has no form as index arithmetic: the capture writes it into an
+    int64 buffer by a node of its own, under the masks it is computed in, and loads it. The
+    outputs equal torch's through the reference and generated code, and the planner fuses those
+    nodes back into their readers (no more kernels than Inductor)."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.passes.pipeline import optimize
+    from fuseopt.runtime.module import run_module
+
+    fn, args = FROM_DATA[name]
+    cap = capture_program(fn, *args)
+    want = [fn(*args)]
+    _assert_matches(cap, want)
+    made = [n for n in cap.graph.nodes if "_index" in n.name]
+    assert made and all(cap.graph.buffer(n.output).dtype == DType.int64 for n in made)
+    stage = optimize(cap.graph)
+    assert len(stage.plan.kernels) <= cap.graph.meta["inductor"]["kernel_count"]
+    got = cap.program_outputs(
+        run_module(emit_module(stage.graph, stage.plan), cap.input_storages(), poison=True)
+    )
+    torch.testing.assert_close(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
 def test_upsample_indices_are_exact_integer_forms(captured: Callable[[str], Capture]) -> None:
     text = _values(captured("upsample"))
     assert "float" not in text and "cast" not in text

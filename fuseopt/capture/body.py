@@ -150,6 +150,12 @@ class BodyEnv(Protocol):
         this node's loops and store index, where nothing writes it)."""
         ...
 
+    def index_buffer(self, value: Expr, ctx: NodeContext) -> Load:
+        """An integer value written at every point of the node's loops into a buffer of its own
+        (by a node made before it), loaded at the point: an indirect index that has no exact
+        form as index arithmetic."""
+        ...
+
 
 @dataclass
 class NodeContext:
@@ -162,6 +168,7 @@ class NodeContext:
     indirect: dict[sympy.Symbol, Expr] = field(default_factory=dict)
     indirect_dims: dict[sympy.Symbol, Indirect] = field(default_factory=dict)
     stores: list[Store] = field(default_factory=list)
+    masks: list[Expr] = field(default_factory=list)  # the conditions of the `masked` bodies being run
 
     def printer(self) -> IndexPrinter:
         return IndexPrinter(self.loop_vars, self.indirect, self.node)
@@ -236,7 +243,13 @@ class BodyHandler:
         # the index. The prefix cannot be one of Inductor's (SymT prefixes are short lowercase words).
         n = int(size)
         sizes = {name: self._ctx.var_ranges[sym] for sym, name in self._ctx.loop_vars.items()}
-        index = IndexCompiler(self._ctx.node, sizes, self._env.storage_size)(self._value(x))
+        value = self._value(x)
+        try:
+            index = IndexCompiler(self._ctx.node, sizes, self._env.storage_size)(value)
+        except CaptureError:
+            # No exact form as index arithmetic (a float of loaded data: grid_sample's
+            # `floor(grid * 2.5 + 2.0)`): the value in a buffer of its own, and the index a load.
+            index = self._env.index_buffer(value, self._ctx)
         if wrap_neg:
             index = wrapped(index, n)
         proved = proved_in_range(index, n, sizes, self._ctx.node)
@@ -276,7 +289,13 @@ class BodyHandler:
         return Where(self._value(cond), self._value(a), self._value(b))
 
     def masked(self, mask: Any, body: Callable[[], Any], other: Any) -> Expr:
-        return Masked(self._value(mask), self._value(body()), self._value(other))
+        cond = self._value(mask)
+        self._ctx.masks.append(cond)
+        try:
+            value = self._value(body())
+        finally:
+            self._ctx.masks.pop()
+        return Masked(cond, value, self._value(other))
 
     def reduction(self, dtype: Any, src_dtype: Any, reduction_type: str, value: Any) -> Any:
         if reduction_type == "welford_combine":  # value: (mean, M2, weight) of each point

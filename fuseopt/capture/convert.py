@@ -10,6 +10,7 @@ a graph output is, `fuseopt.capture.layout`. Multi-output reductions: see `fuseo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,8 @@ from fuseopt.capture.layout import (
     static_int,
 )
 from fuseopt.capture.library import LibraryConverter
-from fuseopt.ir.expr import Binary, Const, Expr, Load, Reduce, to_text
+from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Reduce, to_text
 
 
 @dataclass
@@ -158,6 +160,34 @@ class Converter(LibraryConverter):
                     self._make_output(part, index, name, layout_of(other.get_layout(), node), store, ctx)
                 return name
         raise CaptureError(f"cannot find output {index} of this {kind}", node=node)
+
+    def index_buffer(self, value: Expr, ctx: NodeContext) -> Load:
+        """`value` (an integer) at every point of the node's loops (its reduction loops too), in an
+        int64 buffer `<node>_index<k>` of their shape written by a pointwise node of that name
+        made just before the node (counted in its Inductor kernel, `Draft.companions`), under the
+        conditions of the `masked` bodies it is computed in (elsewhere 0, a load not run)."""
+        syms = list(ctx.var_ranges)
+        sizes = [ctx.var_ranges[s] for s in syms]
+        taken = {doc["name"] for doc in self.nodes} | set(self.written) | set(self.renames.values())
+        k = 0
+        while f"{ctx.node}_index{k}" in taken:
+            k += 1
+        made = f"{ctx.node}_index{k}"
+        strides = [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]
+        at = Load(made, ctx.index(sympy.Add(0, *(st * s for st, s in zip(strides, syms, strict=True)))))
+        for cond in reversed(ctx.masks):
+            value = Masked(cond, value, Const(0))
+        self.nodes.append(
+            {
+                "name": made,
+                "loops": [[ctx.loop_vars[s], n] for s, n in zip(syms, sizes, strict=True)],
+                "store": to_text(at),
+                "value": to_text(value),
+            }
+        )
+        self.written[made] = Layout(tuple(sizes), tuple(strides), 0, DType.int64)
+        self.companions.setdefault(ctx.node, []).append(made)
+        return at
 
     def _make_output(
         self, part: ReductionPart, index: int, buffer: str, layout: Layout, store: Load, ctx: NodeContext
