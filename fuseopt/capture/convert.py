@@ -52,6 +52,7 @@ class Draft:
     # reduction that Inductor computes in the same kernel and dropped, which a later output reads)
     companions: dict[str, list[str]] = field(default_factory=dict)
     mutations: dict[str, str] = field(default_factory=dict)  # buffer -> the input it is the new value of
+    inlined: list[str] = field(default_factory=list)  # Inductor nodes computed into a copy (`inline_slices`)
 
 
 def _same_loader(a: Any, b: Any) -> bool:

@@ -21,6 +21,7 @@ from fuseopt.capture.body import dtype_of
 from fuseopt.capture.convert import Converter, Draft
 from fuseopt.capture.emulate import Emulation, gpu_emulation, has_config
 from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.inline import inline_slices
 from fuseopt.capture.layout import Layout, OutputSpec, layout_of, output_tensors, resolve
 from fuseopt.capture.origins import CallRecord, call_record, input_names, origin_of
 from fuseopt.capture.specs import describe_tensor
@@ -415,6 +416,8 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
     # an output's buffer, or its concatenation's slices (the concatenation is no buffer)
     output_buffers = {b for o in outputs for b, _ in o.pieces} | {o.buffer for o in outputs if o.buffer}
     output_buffers |= set(conv.mutations)  # an input's new value is an output of the program too
+    inlined = inline_slices(conv.nodes, conv.copies, conv.written, output_buffers)
+    kept = {d["store"].partition("[")[0] for d in conv.nodes if "store" in d} | conv.library_written
 
     buffers: dict[str, dict[str, Any]] = {}
     real: dict[str, Any] = {}
@@ -436,7 +439,7 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
         inputs[cname] = cname
     order = [b.get_name() for b in graph.buffers]
     written = sorted(conv.written, key=lambda b: order.index(b) if b in order else len(order))
-    for bname in written:
+    for bname in (b for b in written if b in kept):
         role = "output" if bname in output_buffers else "intermediate"
         buffers[bname] = _buffer_doc(conv.declared_layout(bname, conv.written[bname]), role)
     draft = Draft(
@@ -448,6 +451,7 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
         dropped=conv.dropped,
         companions=conv.companions,
         mutations={b: renames[i] for b, i in conv.mutations.items()},
+        inlined=inlined,
     )
     return draft, real
 
@@ -532,6 +536,8 @@ def _assemble(
         capture_meta["dropped_nodes"] = list(draft.dropped)
     if draft.mutations:
         capture_meta["mutations"] = [{"buffer": b, "input": i} for b, i in draft.mutations.items()]
+    if draft.inlined:
+        capture_meta["inlined_nodes"] = list(draft.inlined)
     doc: dict[str, Any] = {
         "format": FORMAT_ID,
         "name": name,
@@ -549,11 +555,14 @@ def _assemble(
     # a node made beside an Inductor node runs in its kernel (Draft.companions)
     made = draft.companions
     kernels = [[m for n in group for m in (*made.get(n, ()), n) if m in present] for group in state.groups]
+    # a kernel whose nodes were all computed into a concatenation's copy (`inline_slices`) still
+    # ran in Inductor: it counts, with the copy's bytes in the copy's kernel
+    launched = sum(1 for k, g in zip(kernels, state.groups, strict=True) if k or set(g) & set(draft.inlined))
     kernels = [k for k in kernels if k]
     table = AccessTable(graph)
     doc["meta"]["inductor"] = {
         "kernels": kernels,
-        "kernel_count": len(kernels),
+        "kernel_count": launched,
         "num_bytes_accessed": sum(table.kernel_bytes(k) for k in kernels),
         "bytes_definition": BYTES_DEFINITION,
     }

@@ -57,6 +57,7 @@ class LibraryConverter:
     dropped: list[str] = field(default_factory=list)
     scalars: dict[Any, str] = field(default_factory=dict)  # item()'s symbol -> its 0-d buffer
     companions: dict[str, list[str]] = field(default_factory=dict)  # see Draft.companions
+    copies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concatenation copy -> its slices
 
     def buffer_name(self, name: str) -> str:
         return self.renames.get(name, name)
@@ -97,6 +98,7 @@ class LibraryConverter:
         index = sympy.Add(layout.offset, *(st * s for st, s in zip(layout.stride, syms, strict=True)))
         if buffer in self.concats:
             value = concat_load(self.concats[buffer], index, ctx, self.buffer_name)
+            self.copies[made] = tuple(self.buffer_name(p.buffer) for p in self.concats[buffer].pieces)
         else:
             value = constant(0, layout.dtype, node=made)
         self.companions.setdefault(reader, []).append(made)
