@@ -661,6 +661,26 @@ def test_a_row_of_a_computed_buffer_read_by_a_matmul_is_a_view(token: int) -> No
     assert normed.shape == (2, 16, 32)
 
 
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_and_searchsorted_are_library_calls(right: bool) -> None:
+    """Inductor's `ops.bucketize` (a binary search in a loop) has no form in the format: with the
+    backend's BUCKETIZE feature hidden, as SORT and SCAN are, Inductor calls the ATen operator."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.passes.pipeline import optimize
+    from fuseopt.runtime.module import run_module
+
+    def fn(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.bucketize(x * 2, b, right=right) + torch.searchsorted(b, x.sum(1), right=right)[:, None]
+
+    x, b = _randn(3, 7), torch.tensor([-1.0, 0.0, 0.5, 1.0])
+    cap = capture_program(fn, x, b)
+    assert {n.op for n in _calls(cap)} == {"aten.bucketize.Tensor", "aten.searchsorted.Tensor"}
+    _assert_matches(cap, [fn(x, b)])
+    stage = optimize(cap.graph)
+    got = cap.program_outputs(run_module(emit_module(stage.graph, stage.plan), cap.input_storages()))
+    assert torch.equal(got[0], fn(x, b))
+
+
 def test_conv_arguments_follow_the_schema(captured: Callable[[str], Capture]) -> None:
     conv = next(n for n in _calls(captured("convs")) if n.call is not None and n.call.args[2] is not None)
     assert conv.call is not None

@@ -311,17 +311,18 @@ def _torch_log_quiet(quiet: bool) -> Iterator[None]:
 
 @contextmanager
 def _library_fallbacks() -> Iterator[None]:
-    """Inductor lowers `sort` and scans (`cumsum`, `cumprod`, ...) to loops with `ops.sort`/`ops.scan`
-    when the backend has the SORT/SCAN feature (Triton has both); FORMAT's loops have no sort or
-    scan, so for the capture the features are off and Inductor calls the ATen operator instead
-    (its own fallback), which becomes a library call. So do the scatters (`_scatter_ops`)."""
+    """Inductor lowers `sort`, scans (`cumsum`, `cumprod`, ...) and `bucketize` to loops with
+    `ops.sort`/`ops.scan`/`ops.bucketize` when the backend has the SORT/SCAN/BUCKETIZE feature
+    (Triton has them all); FORMAT's loops have none of them, so for the capture the features are
+    off and Inductor calls the ATen operator instead (its own fallback), which becomes a library
+    call. So do the scatters (`_scatter_ops`)."""
     from torch._inductor import lowering
     from torch._inductor.codegen.common import BackendFeature
     from torch._inductor.fx_passes import reinplace
     from torch._inductor.graph import GraphLowering
 
     original = GraphLowering.has_feature
-    hidden = (BackendFeature.SCAN, BackendFeature.SORT)
+    hidden = (BackendFeature.SCAN, BackendFeature.SORT, BackendFeature.BUCKETIZE)
 
     def has_feature(self: Any, device: Any, feature: Any) -> bool:
         return False if feature in hidden else bool(original(self, device, feature))
