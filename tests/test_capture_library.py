@@ -360,8 +360,10 @@ def test_floor_division_of_floats_divides_correctly_rounded() -> None:
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
 def test_ops_the_format_names_otherwise_are_exact(dtype: torch.dtype) -> None:
     """Inductor's `truncdiv` (integer `torch.div(..., rounding_mode="trunc")`) is
-    `(a - fmod(a, b)) // b`, `bitwise_xor` is `(a | b) & ~(a & b)` and `atan(x)` is `atan2(x, 1)`:
-    each equals torch's on every sign, on the dtype's extremes, through generated code too."""
+    `(a - fmod(a, b)) // b`, `bitwise_xor` is `(a | b) & ~(a & b)`, a left shift `a * 2**s`, a
+    right shift two floor divisions by halves of `2**s`, and `atan(x)` is `atan2(x, 1)`: each
+    equals torch's on every sign, on the dtype's extremes and shifts up to the width, through
+    generated code too."""
     from fuseopt.codegen import emit_module
     from fuseopt.passes.pipeline import optimize
     from fuseopt.runtime.module import run_module
@@ -371,16 +373,22 @@ def test_ops_the_format_names_otherwise_are_exact(dtype: torch.dtype) -> None:
     b = torch.tensor([2, 2, -3, -3, 4, -1, 1, 3, -7, 5, -9], dtype=dtype)
     x = _randn(11) * 10
 
-    def fn(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return torch.div(a, b, rounding_mode="trunc"), a ^ b, (a > 0) ^ (b > 1), torch.atan(x)
+    bits = info.bits
+    shifts = torch.tensor([0, 1, 2, 3, bits - 1, bits - 1, 1, 1, bits - 2, 5, 4], dtype=dtype)
 
-    want = fn(a, b, x)
-    cap = capture_program(fn, a, b, x)
+    def fn(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.div(a, b, rounding_mode="trunc"), a ^ b, (a > 0) ^ (b > 1), (a << 2) + (a >> 1),
+            torch.bitwise_left_shift(a, s), torch.bitwise_right_shift(a, s), torch.atan(x),
+        )  # fmt: skip
+
+    want = fn(a, b, x, shifts)
+    cap = capture_program(fn, a, b, x, shifts)
     _assert_matches(cap, list(want))
     stage = optimize(cap.graph)
     got = cap.program_outputs(run_module(emit_module(stage.graph, stage.plan), cap.input_storages()))
-    assert all(torch.equal(g, w) for g, w in zip(got[:3], want[:3], strict=True))
-    torch.testing.assert_close(got[3], want[3])
+    assert all(torch.equal(g, w) for g, w in zip(got[:-1], want[:-1], strict=True))
+    torch.testing.assert_close(got[-1], want[-1])
 
 
 FROM_DATA: dict[str, Program] = {
@@ -415,6 +423,40 @@ def test_indices_computed_from_data_are_buffers_of_their_own(name: str) -> None:
         run_module(emit_module(stage.graph, stage.plan), cap.input_storages(), poison=True)
     )
     torch.testing.assert_close(got[0], want[0], rtol=1e-4, atol=1e-5)
+
+
+_POSITIVE = torch.rand(3, 5, generator=_GEN) * 0.9 + 0.05  # in (0, 1): every domain below
+LOOP_CALLS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "asin": torch.asin, "acos": torch.acos, "sinh": torch.sinh, "cosh": torch.cosh, "asinh": torch.asinh,
+    "acosh": lambda x: torch.acosh(x + 1), "atanh": torch.atanh, "erfc": torch.erfc, "erfinv": torch.erfinv,
+    "lgamma": torch.lgamma, "digamma": torch.digamma, "polygamma": lambda x: torch.polygamma(1, x),
+    "igamma": lambda x: torch.igamma(x, x * 2), "igammac": lambda x: torch.igammac(x, x * 2), "i0": torch.i0,
+    "special_i0e": torch.special.i0e, "special_i1": torch.special.i1, "special_erfcx": torch.special.erfcx,
+    "special_ndtri": torch.special.ndtri,
+    "special_bessel_j0": torch.special.bessel_j0, "log10": torch.log10,
+    "special_modified_bessel_k1": torch.special.modified_bessel_k1, "frexp": lambda x: torch.frexp(x)[0],
+    "copysign": lambda x: torch.copysign(x, x - 0.5), "hypot": lambda x: torch.hypot(x, x * 3),
+    "nextafter": lambda x: torch.nextafter(x, x * 2), "signbit": lambda x: torch.signbit(x - 0.5).float(),
+    "gcd": lambda x: torch.gcd((x * 40).long(), (x * 90).long() + 1).float(),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(LOOP_CALLS))
+def test_operators_whose_loop_op_the_format_lacks_are_library_calls(name: str) -> None:
+    """Inductor lowers these to loop ops (`ops.erfinv`, `ops.asin`, ...) that the format has no
+    equivalent of: for the capture they are calls of the ATen operator (`LOOP_OPS_AS_CALLS`),
+    between the pointwise nodes around them."""
+    from fuseopt.capture.driver import LOOP_OPS_AS_CALLS
+
+    assert name in LOOP_OPS_AS_CALLS
+    op = LOOP_CALLS[name]
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return op(x * 0.5 + 0.25) * 2
+
+    cap = capture_program(fn, _POSITIVE)
+    assert any(n.op.startswith(f"aten.{name}.") for n in _calls(cap))
+    _assert_matches(cap, [fn(_POSITIVE)])
 
 
 def test_upsample_indices_are_exact_integer_forms(captured: Callable[[str], Capture]) -> None:

@@ -282,6 +282,23 @@ class BodyHandler:
         va, vb = self._value(a), self._value(b)
         return Binary("and", Binary("or", va, vb), Unary("not", Binary("and", va, vb)))
 
+    def bitwise_left_shift(self, a: Any, b: Any) -> Expr:
+        """`a * 2**b`: exact in wrapping integer arithmetic for every shift below the width (and 0
+        past it, as `2**b` wraps to 0)."""
+        return Binary("mul", self._value(a), Binary("pow", self._value(2), self._value(b)))
+
+    def bitwise_right_shift(self, a: Any, b: Any) -> Expr:
+        """`a // 2**(b // 2) // 2**(b - b // 2)`: floor division is an arithmetic shift, and two
+        halves keep each power of two inside the width where the whole shift would not."""
+        va, vb = self._value(a), self._value(b)
+        low = Binary("floordiv", vb, self._value(2))
+        two = self._value(2)
+        return Binary(
+            "floordiv",
+            Binary("floordiv", va, Binary("pow", two, low)),
+            Binary("pow", two, Binary("sub", vb, low)),
+        )
+
     def atan(self, x: Any) -> Expr:
         return Binary("atan2", self._value(x), self._value(1.0))
 

@@ -315,7 +315,8 @@ def _library_fallbacks() -> Iterator[None]:
     `ops.sort`/`ops.scan`/`ops.bucketize` when the backend has the SORT/SCAN/BUCKETIZE feature
     (Triton has them all); FORMAT's loops have none of them, so for the capture the features are
     off and Inductor calls the ATen operator instead (its own fallback), which becomes a library
-    call. So do the scatters (`_scatter_ops`)."""
+    call. So do the scatters (`_scatter_ops`) and the pointwise operators whose loop op FORMAT
+    lacks (`LOOP_OPS_AS_CALLS`)."""
     from torch._inductor import lowering
     from torch._inductor.codegen.common import BackendFeature
     from torch._inductor.fx_passes import reinplace
@@ -327,7 +328,7 @@ def _library_fallbacks() -> Iterator[None]:
     def has_feature(self: Any, device: Any, feature: Any) -> bool:
         return False if feature in hidden else bool(original(self, device, feature))
 
-    scatters = {op: lowering.lowerings[op] for op in _scatter_ops() if op in lowering.lowerings}
+    scatters = {op: lowering.lowerings[op] for op in _scatter_ops() + _call_ops() if op in lowering.lowerings}
     fallbacks = {op: lowering.fallback_handler(op, add_to_fallback_set=False) for op in scatters}
     GraphLowering.has_feature = has_feature  # type: ignore[method-assign]
     lowering.lowerings.update(fallbacks)
@@ -339,6 +340,29 @@ def _library_fallbacks() -> Iterator[None]:
         GraphLowering.has_feature = original  # type: ignore[method-assign]
         lowering.lowerings.update(scatters)
         reinplace.inplaceable_ops.update(inplaced)
+
+
+# ATen operators that Inductor lowers to a loop op FORMAT has no equivalent of (`ops.erfinv`,
+# `ops.asin`, ...): for the capture they are library calls of the operator itself (Inductor's own
+# fallback), so a program using them is captured, with the call in its own kernel.
+LOOP_OPS_AS_CALLS = (
+    "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "digamma",
+    "polygamma", "igamma", "igammac", "i0", "special_i0e", "special_i1", "special_erfcx", "special_ndtri",
+    "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+    "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
+    "special_modified_bessel_k1", "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
+    "special_i1e", "special_gammainc", "special_gammaincc", "frexp", "log10", "copysign", "hypot", "nextafter",
+    "signbit", "gcd",
+)  # fmt: skip
+
+
+def _call_ops() -> list[Any]:
+    import torch
+
+    packets = [getattr(torch.ops.aten, name) for name in LOOP_OPS_AS_CALLS]
+    return [
+        getattr(p, o) for p in packets for o in p.overloads() if not o.endswith("out") and "_" not in o[:1]
+    ]
 
 
 def _scatter_ops() -> list[Any]:
