@@ -82,7 +82,7 @@ def test_slices_are_computed_into_the_copy(name: str, monkeypatch: pytest.Monkey
 
     import fuseopt.capture.driver as driver
 
-    monkeypatch.setattr(driver, "inline_slices", lambda *a: [])
+    monkeypatch.setattr(driver, "inline_slices", lambda *a: {})
     copied = capture_program(fn, *args)
     assert copied.graph.meta["inductor"]["kernel_count"] == cap.graph.meta["inductor"]["kernel_count"]
     (k, b), (k0, b0) = _plan(cap.graph), _plan(copied.graph)
@@ -109,7 +109,7 @@ def _copy_nodes(
 
 def test_a_writer_is_computed_at_the_copys_point_shifted_along_the_concatenated_dim() -> None:
     nodes = _copy_nodes()
-    assert inline_slices(nodes, {"C": ("p", "q")}, {"p": LAYOUT, "q": LAYOUT}, set()) == ["P", "Q"]
+    assert inline_slices(nodes, {"C": ("p", "q")}, {"p": LAYOUT, "q": LAYOUT}, set()) == {"C": ["P", "Q"]}
     (copy,) = nodes
     assert copy["value"] == (
         "where(x1 < 4, masked(x1 < 4, cast(exp(a[4 * x0 + x1]), float32), 0.0), "
@@ -120,10 +120,10 @@ def test_a_writer_is_computed_at_the_copys_point_shifted_along_the_concatenated_
 def test_a_slice_read_elsewhere_kept_or_placed_otherwise_is_copied() -> None:
     written = {"p": LAYOUT, "q": LAYOUT}
     nodes = _copy_nodes() + [_doc("R", "r[y0]", "q[y0] + 1.0", [["y0", 8]])]
-    assert inline_slices(nodes, {"C": ("p", "q")}, written, set()) == ["P"]  # q: R reads it too
-    assert inline_slices(_copy_nodes(), {"C": ("p", "q")}, written, {"q"}) == ["P"]  # q: an output
+    assert inline_slices(nodes, {"C": ("p", "q")}, written, set()) == {"C": ["P"]}  # q: R reads it too
+    assert inline_slices(_copy_nodes(), {"C": ("p", "q")}, written, {"q"}) == {"C": ["P"]}  # q: an output
     transposed = _copy_nodes("q[y0 + 2 * y1]", [["y0", 2], ["y1", 4]])  # not the copy's placement
-    assert inline_slices(transposed, {"C": ("p", "q")}, written, set()) == ["P"]
+    assert inline_slices(transposed, {"C": ("p", "q")}, written, set()) == {"C": ["P"]}
     reduction = _copy_nodes()
     reduction[1]["reduce"] = [["r0", 3]]
-    assert inline_slices(reduction, {"C": ("p", "q")}, written, set()) == ["P"]
+    assert inline_slices(reduction, {"C": ("p", "q")}, written, set()) == {"C": ["P"]}

@@ -441,7 +441,14 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
     # an output's buffer, or its concatenation's slices (the concatenation is no buffer)
     output_buffers = {b for o in outputs for b, _ in o.pieces} | {o.buffer for o in outputs if o.buffer}
     output_buffers |= set(conv.mutations)  # an input's new value is an output of the program too
-    inlined = inline_slices(conv.nodes, conv.copies, conv.written, output_buffers)
+    position = {d["name"]: i for i, d in enumerate(conv.nodes)}
+    by_copy = inline_slices(conv.nodes, conv.copies, conv.written, output_buffers)
+    for copy, writers in by_copy.items():
+        # the copy computes the slices in the kernel of their last writer, not in the reader's
+        reader = next(r for r, made in conv.companions.items() if copy in made)
+        conv.companions[reader].remove(copy)
+        conv.companions.setdefault(max(writers, key=position.__getitem__), []).append(copy)
+    inlined = sorted((w for ws in by_copy.values() for w in ws), key=position.__getitem__)
     kept = {d["store"].partition("[")[0] for d in conv.nodes if "store" in d} | conv.library_written
 
     buffers: dict[str, dict[str, Any]] = {}

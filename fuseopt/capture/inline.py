@@ -32,15 +32,15 @@ def inline_slices(
     copies: Mapping[str, tuple[str, ...]],
     written: Mapping[str, Layout],
     keep: set[str],
-) -> list[str]:
+) -> dict[str, list[str]]:
     """Inline into each copy node of `copies` (node -> its slices' buffers) the writers of its
     slices that qualify (see the module); `nodes` is changed in place, and the names of the
-    writers inlined returned. `keep`: buffers that must stay (graph outputs)."""
+    writers inlined returned by copy. `keep`: buffers that must stay (graph outputs)."""
     if not copies:
-        return []
+        return {}
     by_name = {d["name"]: d for d in nodes}
     writer = {d["store"].partition("[")[0]: d["name"] for d in nodes if "store" in d}
-    inlined: list[str] = []
+    inlined: dict[str, list[str]] = {}
     for copy, slices in copies.items():
         doc = by_name[copy]
         value = parse_expr_text(doc["value"])
@@ -57,9 +57,9 @@ def inline_slices(
                 new = None
             if new is not None:
                 value = new
-                inlined.append(w["name"])
+                inlined.setdefault(copy, []).append(w["name"])
         doc["value"] = to_text(value)
-    gone = set(inlined)
+    gone = {w for ws in inlined.values() for w in ws}
     nodes[:] = [d for d in nodes if d["name"] not in gone]
     return inlined
 
