@@ -446,7 +446,7 @@ def test_operators_whose_loop_op_the_format_lacks_are_library_calls(name: str) -
     """Inductor lowers these to loop ops (`ops.erfinv`, `ops.asin`, ...) that the format has no
     equivalent of: for the capture they are calls of the ATen operator (`LOOP_OPS_AS_CALLS`),
     between the pointwise nodes around them."""
-    from fuseopt.capture.driver import LOOP_OPS_AS_CALLS
+    from fuseopt.capture.fallbacks import LOOP_OPS_AS_CALLS
 
     assert name in LOOP_OPS_AS_CALLS
     op = LOOP_CALLS[name]

@@ -21,9 +21,11 @@ from fuseopt.capture.body import dtype_of
 from fuseopt.capture.convert import Converter, Draft
 from fuseopt.capture.emulate import Emulation, gpu_emulation, has_config
 from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.fallbacks import library_fallbacks
 from fuseopt.capture.inline import inline_slices
 from fuseopt.capture.layout import Layout, OutputSpec, layout_of, output_tensors, resolve
 from fuseopt.capture.origins import CallRecord, call_record, input_names, origin_of
+from fuseopt.capture.reporting import chain_text, real_cause, torch_log_quiet
 from fuseopt.capture.specs import describe_tensor
 from fuseopt.errors import InputError
 from fuseopt.ir.graph import Graph
@@ -173,7 +175,7 @@ def _capture_once(
         with (
             emulation_cm as emulation,
             config.patch(overrides),
-            _library_fallbacks(),
+            library_fallbacks(),
             _hooked(state),
             torch.no_grad(),
         ):
@@ -237,144 +239,14 @@ def _run(fn: Callable[..., Any], inputs: Sequence[Any], state: _State, quiet: bo
     import torch
 
     try:
-        with _torch_log_quiet(quiet):
+        with torch_log_quiet(quiet):
             torch.compile(fn, backend=_backend_for(state), fullgraph=True, dynamic=False)(*inputs)
     except Exception as exc:
         if state.error is not None or state.draft is not None:
             return
         err = CaptureError(f"torch.compile could not capture the program: {real_cause(exc)}")
-        err.details = _chain_text(exc)
+        err.details = chain_text(exc)
         raise err from exc
-
-
-def real_cause(exc: BaseException) -> str:
-    """The first line of the innermost exception of the chain (torch wraps the real error, e.g. a
-    shape mismatch, in several layers), and the user's line Dynamo names (`from user code:`)."""
-    chain = _chain(exc)
-    inner = next((e for e in reversed(chain) if str(e).strip()), exc)
-    text = str(inner).strip() or type(inner).__name__
-    first = text.splitlines()[0]
-    if type(inner).__name__ not in ("RuntimeError", "Exception") and not first.startswith(
-        type(inner).__name__
-    ):
-        first = f"{type(inner).__name__}: {first}"
-    where = _user_line(chain)
-    return f"{first} ({where})" if where else first
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and e not in out and len(out) < 32:
-        out.append(e)
-        nxt = getattr(e, "inner_exception", None) or e.__cause__ or e.__context__
-        e = nxt if isinstance(nxt, BaseException) else None
-    return out
-
-
-_USER_CODE = re.compile(r'File "([^"]+)", line (\d+), in ([A-Za-z_][A-Za-z0-9_<>]*)\n\s*(\S[^\n]*)')
-
-
-def _user_line(chain: Sequence[BaseException]) -> str:
-    for e in chain:
-        text = str(e)
-        if "from user code:" not in text:
-            continue
-        hits = _USER_CODE.findall(text.split("from user code:", 1)[1])
-        if hits:
-            path, line, func, code = hits[-1]
-            return f"at {os.path.basename(path)}:{line} in {func}: {code.strip()}"
-    return ""
-
-
-def _chain_text(exc: BaseException) -> list[str]:
-    return [f"{type(e).__name__}: {e}" for e in _chain(exc)]
-
-
-@contextmanager
-def _torch_log_quiet(quiet: bool) -> Iterator[None]:
-    """No log records while torch compiles (its fake-tensor tracebacks and warnings would bury the
-    cause): `logging.disable` for the duration, restored afterwards. `quiet=False` leaves torch's
-    log as torch configures it (`fuseopt capture --verbose`)."""
-    import logging
-
-    if not quiet:
-        yield
-        return
-    previous = logging.root.manager.disable
-    logging.disable(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logging.disable(previous)
-
-
-@contextmanager
-def _library_fallbacks() -> Iterator[None]:
-    """Inductor lowers `sort`, scans (`cumsum`, `cumprod`, ...) and `bucketize` to loops with
-    `ops.sort`/`ops.scan`/`ops.bucketize` when the backend has the SORT/SCAN/BUCKETIZE feature
-    (Triton has them all); FORMAT's loops have none of them, so for the capture the features are
-    off and Inductor calls the ATen operator instead (its own fallback), which becomes a library
-    call. So do the scatters (`_scatter_ops`) and the pointwise operators whose loop op FORMAT
-    lacks (`LOOP_OPS_AS_CALLS`)."""
-    from torch._inductor import lowering
-    from torch._inductor.codegen.common import BackendFeature
-    from torch._inductor.fx_passes import reinplace
-    from torch._inductor.graph import GraphLowering
-
-    original = GraphLowering.has_feature
-    hidden = (BackendFeature.SCAN, BackendFeature.SORT, BackendFeature.BUCKETIZE)
-
-    def has_feature(self: Any, device: Any, feature: Any) -> bool:
-        return False if feature in hidden else bool(original(self, device, feature))
-
-    scatters = {op: lowering.lowerings[op] for op in _scatter_ops() + _call_ops() if op in lowering.lowerings}
-    fallbacks = {op: lowering.fallback_handler(op, add_to_fallback_set=False) for op in scatters}
-    GraphLowering.has_feature = has_feature  # type: ignore[method-assign]
-    lowering.lowerings.update(fallbacks)
-    # and the post-grad pass that makes an index_put into a fresh tensor in place keeps it functional
-    inplaced = {op: reinplace.inplaceable_ops.pop(op) for op in scatters if op in reinplace.inplaceable_ops}
-    try:
-        yield
-    finally:
-        GraphLowering.has_feature = original  # type: ignore[method-assign]
-        lowering.lowerings.update(scatters)
-        reinplace.inplaceable_ops.update(inplaced)
-
-
-# ATen operators that Inductor lowers to a loop op FORMAT has no equivalent of (`ops.erfinv`,
-# `ops.asin`, ...): for the capture they are library calls of the operator itself (Inductor's own
-# fallback), so a program using them is captured, with the call in its own kernel.
-LOOP_OPS_AS_CALLS = (
-    "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "digamma",
-    "polygamma", "igamma", "igammac", "i0", "special_i0e", "special_i1", "special_erfcx", "special_ndtri",
-    "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
-    "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
-    "special_modified_bessel_k1", "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
-    "special_i1e", "special_gammainc", "special_gammaincc", "frexp", "log10", "copysign", "hypot", "nextafter",
-    "signbit", "gcd",
-)  # fmt: skip
-
-
-def _call_ops() -> list[Any]:
-    import torch
-
-    packets = [getattr(torch.ops.aten, name) for name in LOOP_OPS_AS_CALLS]
-    return [
-        getattr(p, o) for p in packets for o in p.overloads() if not o.endswith("out") and "_" not in o[:1]
-    ]
-
-
-def _scatter_ops() -> list[Any]:
-    """The functional scatters (`index_put`, `scatter`, `scatter_add`, `scatter_reduce`: also what
-    `index_add` and MoE routing decompose to). Inductor writes them into a copy in place (a
-    mutation, with atomic adds for accumulation); FORMAT's loops only gather, so for the capture
-    Inductor calls the ATen operator, a functional library call."""
-    import torch
-
-    aten = torch.ops.aten
-    return [aten.index_put.default, aten._unsafe_index_put.default, aten.scatter.src, aten.scatter.value,
-            aten.scatter_add.default, aten.scatter_reduce.two]  # fmt: skip
 
 
 @contextmanager
