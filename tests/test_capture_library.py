@@ -793,6 +793,26 @@ def test_sources_parse_without_evaluation() -> None:
 
 
 # -- 6. failures -------------------------------------------------------------------------------
+def test_a_concatenation_of_many_slices_is_a_balanced_choice() -> None:
+    """A DenseNet block concatenates every layer before it (33 slices in DenseNet-169's last
+    block): a chain of one `where` a slice would pass the format's 64 levels; a balanced tree
+    keeps the depth near 2 log2(33)."""
+    from fuseopt.ir.parser import parse_expr_text
+
+    def fn(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x @ w * i for i in range(33)], 1).exp()
+
+    x, w = _randn(2, 4), _randn(4, 3)
+    cap = capture_program(fn, x, w)
+    _assert_matches(cap, [fn(x, w)])
+    (reader,) = [n for n in cap.graph.nodes if isinstance(n, ComputeNode) and "exp(" in to_text(n.value)]
+
+    def depth(e: Expr) -> int:
+        return 1 + max((depth(k) for k in e.children()), default=0)
+
+    assert depth(parse_expr_text(to_text(reader.value))) <= 24
+
+
 def test_expression_past_the_limits_is_named_as_such() -> None:
     """A concatenation of 60 computed pieces read by one pointwise node is a chain of 60 masked
     loads, past the format's 4096 characters an expression. The error says so (not "a bug")."""

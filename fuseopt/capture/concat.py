@@ -48,7 +48,8 @@ def concat_of(node: Any, name: str) -> Concat:
 def concat_load(
     concat: Concat, index: sympy.Expr, ctx: NodeContext, buffer_name: Callable[[str], str]
 ) -> Expr:
-    """A load of `concat` at `index`: a choice between masked loads of the slices its range meets."""
+    """A load of `concat` at `index`: a choice between masked loads of the slices its range meets,
+    a balanced tree of `where`s on the coordinate along the concatenated dim."""
     from torch._inductor.virtualized import V
     from torch.utils._sympy.functions import ModularIndexing
     from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
@@ -62,18 +63,24 @@ def concat_load(
     live = [p for p in concat.pieces if p.start <= hi and p.end > lo]
     c = IndexValue(ctx.index(coord))
     other = Const(False if concat.layout.dtype == DType.bool else 0.0 if concat.layout.dtype.is_float else 0)
-    out: Expr | None = None
-    for p in reversed(live):
-        load = Load(buffer_name(p.buffer), ctx.index(sympy.expand(index - p.offset)))
-        if len(live) == 1:
-            return load
-        conds = []
+    if len(live) == 1:
+        return Load(buffer_name(live[0].buffer), ctx.index(sympy.expand(index - live[0].offset)))
+
+    def leaf(p: Piece) -> Expr:
+        # masked where the coordinate can leave the slice: a load outside it never runs
+        conds: list[Expr] = []
         if p.start > lo:
             conds.append(Binary("ge", c, Const(p.start)))
         if p.end <= hi:
             conds.append(Binary("lt", c, Const(p.end)))
         cond = conds[0] if len(conds) == 1 else Binary("and", conds[0], conds[1])
-        masked = Masked(cond, load, other)
-        out = masked if out is None else Where(cond, masked, out)
-    assert out is not None
-    return out
+        return Masked(cond, Load(buffer_name(p.buffer), ctx.index(sympy.expand(index - p.offset))), other)
+
+    def choice(pieces: list[Piece]) -> Expr:
+        # a balanced tree of `where`s: the depth grows with log2 of the slices, not with their count
+        if len(pieces) == 1:
+            return leaf(pieces[0])
+        mid = len(pieces) // 2
+        return Where(Binary("lt", c, Const(pieces[mid].start)), choice(pieces[:mid]), choice(pieces[mid:]))
+
+    return choice(live)
