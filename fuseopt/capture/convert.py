@@ -24,7 +24,7 @@ from fuseopt.capture.body import (
     reduction_value,
     run_body,
 )
-from fuseopt.capture.concat import concat_load, concat_of
+from fuseopt.capture.concat import concat_of
 from fuseopt.capture.errors import CaptureError
 from fuseopt.capture.layout import (
     Layout,
@@ -97,7 +97,7 @@ class Converter(LibraryConverter):
             # over one): any value is its value, and a correct program never uses it.
             return constant(0, self.empties[name].dtype, node=ctx.node)
         if name in self.concats:
-            return concat_load(self.concats[name], index, ctx, self.buffer_name)
+            return self.concat_read(name, index, ctx)
         if name in self.graph.constants and name not in self.constants_used:
             self.constants_used.append(name)
         return Load(self.buffer_name(name), self._checked_index(name, index, ctx))

@@ -30,12 +30,16 @@ from fuseopt.capture.externs import (
     op_name,
     result_count,
 )
-from fuseopt.capture.layout import Concat, Layout, layout_of, resolve, same_elements, same_layout
-from fuseopt.ir.expr import Const, Load, to_text
+from fuseopt.capture.layout import Concat, Layout, Piece, layout_of, resolve, same_elements, same_layout
+from fuseopt.ir.expr import Const, Expr, Load, to_text
 
 # ATen ops that FORMAT v1 calls by short name (`inputs`/`output`, whole buffers, alpha = beta = 1).
 V1_OPS: dict[str, str] = {"aten.mm.default": "mm", "aten.bmm.default": "bmm", "aten.addmm.default": "addmm"}
 TEMPLATE_ORIGINS: dict[str, str] = {"mm": "mm", "bmm": "bmm", "addmm": "addmm"}
+# A load of a concatenation longer than this (half the format's 4,096 characters an expression,
+# leaving the rest for what the node computes with it) reads groups of GROUP slices instead.
+MAX_CONCAT_LOAD_TEXT = 2048
+GROUP = 16
 
 
 @dataclass
@@ -58,6 +62,7 @@ class LibraryConverter:
     scalars: dict[Any, str] = field(default_factory=dict)  # item()'s symbol -> its 0-d buffer
     companions: dict[str, list[str]] = field(default_factory=dict)  # see Draft.companions
     copies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # concatenation copy -> its slices
+    grouped: dict[str, Concat] = field(default_factory=dict)  # see `concat_read`
 
     def buffer_name(self, name: str) -> str:
         return self.renames.get(name, name)
@@ -84,6 +89,41 @@ class LibraryConverter:
             self.empties[node.get_name()] = layout
         return layout.empty
 
+    def concat_read(self, name: str, index: sympy.Expr, ctx: NodeContext) -> Expr:
+        """A load of concatenation `name` at `index` (`concat_load`). One whose text would pass
+        half the format's 4,096 characters an expression (about 20 slices: the layers a DenseNet
+        block concatenates) reads groups of `GROUP` slices instead, each copied once into a buffer
+        `<concatenation>_part<k>` (a slice of the concatenation, as its slices are) by a pointwise
+        node counted in the kernel of the node that first reads it (`Draft.companions`)."""
+        concat = self.grouped.get(name, self.concats[name])
+        value = concat_load(concat, index, ctx, self.buffer_name)
+        if name in self.grouped or len(to_text(value)) <= MAX_CONCAT_LOAD_TEXT:
+            return value
+        lay, d = concat.layout, concat.dim
+        parts = []
+        for k in range(0, len(concat.pieces), GROUP):
+            group = concat.pieces[k : k + GROUP]
+            shape = tuple(g if i != d else group[-1].end - group[0].start for i, g in enumerate(lay.shape))
+            part = Layout(shape, lay.stride, 0, lay.dtype)
+            made = f"{name}_part{k // GROUP}"
+            syms = [sympy.Symbol(f"x{i}", integer=True, nonnegative=True) for i in range(len(shape))]
+            own = NodeContext(made, {s: s.name for s in syms}, dict(zip(syms, shape, strict=True)), 1)
+            at = sympy.Add(*(st * s for st, s in zip(lay.stride, syms, strict=True)))
+            piece = Concat(name, lay, d, tuple(group))
+            self.nodes.append(
+                {
+                    "name": made,
+                    "loops": [[s.name, n] for s, n in zip(syms, shape, strict=True)],
+                    "store": to_text(Load(made, own.index(at))),
+                    "value": to_text(concat_load(piece, at + group[0].offset, own, self.buffer_name)),
+                }
+            )
+            self.written[made] = part
+            self.companions.setdefault(ctx.node, []).append(made)
+            parts.append(Piece(made, group[0].start, group[-1].end, group[0].offset))
+        self.grouped[name] = Concat(name, lay, d, tuple(parts))
+        return concat_load(self.grouped[name], index, ctx, self.buffer_name)
+
     def _materialize(self, buffer: str, reader: str) -> None:
         """A buffer a library call reads whole that no node writes (FORMAT has no aliasing): a
         concatenation, copied from its slices, or an allocation nothing computes, filled with 0
@@ -97,8 +137,9 @@ class LibraryConverter:
         ctx = NodeContext(made, {s: s.name for s in syms}, dict(zip(syms, layout.shape, strict=True)), 1)
         index = sympy.Add(layout.offset, *(st * s for st, s in zip(layout.stride, syms, strict=True)))
         if buffer in self.concats:
-            value = concat_load(self.concats[buffer], index, ctx, self.buffer_name)
-            self.copies[made] = tuple(self.buffer_name(p.buffer) for p in self.concats[buffer].pieces)
+            value = self.concat_read(buffer, index, ctx)
+            concat = self.grouped.get(buffer, self.concats[buffer])
+            self.copies[made] = tuple(self.buffer_name(p.buffer) for p in concat.pieces)
         else:
             value = constant(0, layout.dtype, node=made)
         self.companions.setdefault(reader, []).append(made)
