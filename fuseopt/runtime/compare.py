@@ -12,8 +12,9 @@ naming the buffer and its worst element (index, got, expected).
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,7 +251,7 @@ def check_outputs(
     (`expected`), in buffer order, under `value_tolerances` (or `rtol`/`atol`, both or neither).
     Given the run's `inputs`, a float output that differs is compared with the graph run in
     float64 on them too (run once, on the first such output; `fuseopt.runtime.float64`)."""
-    exact = _Lazy(lambda: run_float64(graph, inputs)) if inputs is not None else None
+    exact = functools.cache(lambda: run_float64(graph, inputs)) if inputs is not None else None
     out = []
     for b in graph.outputs:
         tol = (rtol, atol) if rtol is not None and atol is not None else value_tolerances(graph, b)
@@ -269,20 +270,6 @@ def check_outputs(
         matched = m.count - (0 if decided is None else decided.count)
         out.append(OutputCheck(b.name, shown_tol[0], shown_tol[1], decided, float64=matched))
     return out
-
-
-class _Lazy:
-    """A value computed on the first call, then kept."""
-
-    def __init__(self, fn: Callable[[], dict[str, torch.Tensor] | None]) -> None:
-        self._fn = fn
-        self._done = False
-        self._value: dict[str, torch.Tensor] | None = None
-
-    def __call__(self) -> dict[str, torch.Tensor] | None:
-        if not self._done:
-            self._value, self._done = self._fn(), True
-        return self._value
 
 
 def value_tolerances(graph: Graph, b: BufferInfo) -> tuple[float | None, float | None]:
