@@ -544,3 +544,67 @@ def test_bench_takes_the_strategy_it_is_given(
             (r,) = json.load(f)["results"]
         assert r["ok"] and r["strategy"] == strategy
         assert f": {marker}," in made[0]  # fuseopt's module, before the unfused plan's
+
+
+def _add_in_place(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    x.add_(y)
+    return x * 3
+
+
+def _sub_in_place(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    x.sub_(y)  # the same result as _add_in_place's below, another new value of x
+    return (x + 2 * y) * 3
+
+
+@interpreter_only
+def test_bench_checks_the_inputs_a_program_writes_in_place() -> None:
+    """A program that writes an input in place (`meta.capture.mutations`): eager's run is checked
+    on the input's new value, not only on its results, and the caller's storages stay unwritten."""
+    from fuseopt.bench.model import bind_capture
+    from fuseopt.capture import capture_program
+
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    cap = capture_program(_add_in_place, x, y)
+    bound = bind_capture(cap.graph, _add_in_place, [x, y], cap)
+    assert bound.mutations == ((bound.arguments[0], cap.graph.meta["capture"]["mutations"][0]["buffer"]),)
+    storages = bound.input_storages()
+    before = {k: v.clone() for k, v in storages.items()}
+    res = bench_graph(cap.graph, bound, interpret=True, inputs=storages)
+    assert res["ok"], [v["error"] for v in res["variants"]]
+    assert all(torch.equal(storages[k], before[k]) for k in storages)
+    wrong = bind_capture(cap.graph, _sub_in_place, [x, y], cap)
+    res = bench_graph(cap.graph, wrong, interpret=True, inputs=storages)
+    eager = next(v for v in res["variants"] if v["name"] == "eager")
+    assert not eager["ok"] and "written in place" in eager["error"], eager
+
+
+@interpreter_only
+def test_bench_starts_each_check_from_the_modules_own_buffers_as_they_were() -> None:
+    """BatchNorm in training mode updates its running statistics on every call: each checked run
+    starts from the values the reference ran on (an earlier benchmark, or timed runs, have
+    written them), and the module's buffers are as they were afterwards."""
+    from fuseopt.bench.model import bind_capture
+    from fuseopt.capture import capture_program
+
+    bn = torch.nn.BatchNorm2d(3).train()
+    x = torch.randn(4, 3, 2, 2)
+    cap = capture_program(bn, x)
+    bound = bind_capture(cap.graph, bn, [x], cap)
+    assert {name for name, _ in bound.mutations} == {"running_mean", "running_var", "num_batches_tracked"}
+    storages = bound.input_storages()
+    for _ in range(2):  # the second run's eager check failed on the statistics updated twice
+        res = bench_graph(cap.graph, bound, interpret=True, inputs=storages)
+        assert res["ok"], [v["error"] for v in res["variants"]]
+    assert torch.equal(bn.running_mean, torch.zeros(3)) and int(bn.num_batches_tracked) == 0
+
+
+def test_a_malformed_mutation_record_is_refused_by_entry() -> None:
+    from fuseopt.bench.model import recorded_mutations
+    from fuseopt.errors import InputError
+
+    doc, _ = WORKLOADS["apbt"](**SMALL["apbt"])
+    inputs = [n for n, b in doc["buffers"].items() if b.get("role") == "input"]
+    for entry in ({"input": inputs[0], "buffer": "nowhere"}, {"input": inputs[0]}, "x"):
+        doc["meta"] = {"capture": {"mutations": [entry]}}
+        with pytest.raises(InputError, match=r"mutations\[0\]"):
+            recorded_mutations(load_text(json.dumps(doc), "apbt.json"))

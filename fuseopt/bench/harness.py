@@ -182,7 +182,7 @@ def bench_graph(
             inputs = make_inputs(graph, seed=seed, limits=limits)
         expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()}, limits=limits)
         cpu_inputs = {k: v.cpu() for k, v in inputs.items()}
-        dev_inputs = {k: v.to(dev) for k, v in inputs.items()}
+        dev_inputs = {k: v.to(dev, copy=True) for k, v in inputs.items()}  # the caller's stay unwritten
         nbytes = io_bytes(graph)
         same_size = None if do_bench is None else copy_bandwidth_gbps(dev, do_bench, nbytes // 2)
         results: list[VariantResult] = []
@@ -250,15 +250,24 @@ def bench_graph(
         if program is not None:
             views = _views(graph, dev_inputs)
             own_check = getattr(program, "check", None)
+            # a program that writes inputs in place (a bound one: `meta.capture.mutations`) starts
+            # each check from the reference's inputs, and its new values are checked too
+            restore = getattr(program, "restore_inputs", None)
+            check_updated = getattr(program, "check_updated_inputs", None)
 
-            def check_results(got: Any) -> None:
+            def check_results(run: Callable[[Mapping[str, torch.Tensor]], Any]) -> None:
+                if restore is not None:
+                    restore(views, cpu_inputs)
+                got = run(views)
                 if own_check is not None:
                     own_check(got, expected)
                 else:
                     _check_logical(graph, got, expected, cpu_inputs)
+                if check_updated is not None:
+                    check_updated(views, expected)
 
             def check_eager() -> None:
-                check_results(program(views))
+                check_results(program)
 
             timed("eager", lambda: program(views), check_eager, None)
             if with_compile and not interpret:
@@ -276,9 +285,11 @@ def bench_graph(
                     return made[0]
 
                 def check_compiled() -> None:
-                    check_results(compiled()(views))
+                    check_results(compiled())
 
                 timed("torch.compile", lambda: compiled()(views), check_compiled, None)
+            if restore is not None:  # a module's own buffers (running statistics) as they were
+                restore(views, cpu_inputs)
 
         by = {r.name: r for r in results}
         speedups: dict[str, float] = {}

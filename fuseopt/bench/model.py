@@ -44,6 +44,8 @@ class BoundProgram:
     tensors: Mapping[str, torch.Tensor]  # input buffer -> the tensor it is (weights: the module's own)
     outputs: tuple[OutputSpec, ...]  # fn's tensor results, in order, as views of the graph's buffers
     layouts: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()  # each argument's shape, stride
+    # (input buffer, buffer of its new value): the inputs the program writes in place
+    mutations: tuple[tuple[str, str], ...] = ()
 
     @property
     def weights(self) -> tuple[str, ...]:
@@ -76,6 +78,44 @@ class BoundProgram:
             t = self.tensors[name]
             if t.device != device:
                 t.data = t.data.to(device)
+
+    def _storage(self, name: str, views: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """The flat storage the program reads input `name` from: an argument's is the benchmark's
+        (under `views`), a weight's the module's own tensor's, from its first element on."""
+        b = self.graph.buffer(name)
+        if name in self.arguments:
+            v = views[name]
+            return torch.as_strided(v, (b.storage_size,), (1,), v.storage_offset() - b.offset)
+        return torch.as_strided(self.tensors[name].data, (b.storage_size,), (1,))
+
+    def restore_inputs(self, views: Mapping[str, torch.Tensor], storages: Mapping[str, torch.Tensor]) -> None:
+        """Put back the value in `storages` of every input the program writes in place, so that
+        each checked run starts from the inputs the reference ran on (a timed run before it, or an
+        earlier benchmark of the same module, has written them)."""
+        with torch.no_grad():
+            for name, _ in self.mutations:
+                self._storage(name, views).copy_(storages[name])
+
+    def check_updated_inputs(
+        self, views: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor]
+    ) -> None:
+        """Each input the program wrote in place against the reference's buffer of its new value,
+        with the tolerances `fuseopt run` uses for that buffer."""
+        from fuseopt.interp import logical_view
+        from fuseopt.runtime.compare import value_tolerances
+
+        problems = []
+        for name, new in self.mutations:
+            got = logical_view(self.graph, name, self._storage(name, views).detach().cpu())
+            want = logical_view(self.graph, new, expected[new])
+            rtol, atol = value_tolerances(self.graph, self.graph.buffer(new))
+            try:
+                torch.testing.assert_close(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True)
+            except AssertionError as exc:
+                lines = [ln for ln in str(exc).splitlines() if ln.strip()][:3]
+                problems.append(f"input {name} written in place (new value {new}): " + " ".join(lines))
+        if problems:
+            raise CheckFailed("; ".join(problems))
 
     def __call__(self, views: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
         with torch.no_grad():
@@ -206,6 +246,7 @@ def bind_capture(
         tensors={b.name: cap.inputs[b.name] for b in graph.inputs},
         outputs=cap.outputs,
         layouts=tuple((tuple(t.shape), tuple(t.stride())) for t in args),
+        mutations=recorded_mutations(graph),
     )
 
 
@@ -254,7 +295,34 @@ def bind_recorded(graph: Graph, fn: Callable[..., Any], args: Sequence[torch.Ten
         tensors=tensors,
         outputs=tuple(specs),
         layouts=tuple((tuple(t.shape), tuple(t.stride())) for t in args),
+        mutations=recorded_mutations(graph),
     )
+
+
+def recorded_mutations(graph: Graph) -> tuple[tuple[str, str], ...]:
+    """`meta.capture.mutations` as (input buffer, buffer of its new value) pairs. Raises
+    InputError, naming the entry, where one does not pair an input with an output buffer of the
+    same shape and dtype."""
+    capture = graph.meta.get("capture")
+    entries = capture.get("mutations", []) if isinstance(capture, Mapping) else []
+    pairs = []
+    for i, m in enumerate(entries if isinstance(entries, list) else [entries]):
+        names = (m.get("input"), m.get("buffer")) if isinstance(m, Mapping) else (None, None)
+        ok = all(isinstance(n, str) and graph.has_buffer(n) for n in names)
+        if ok:
+            old, new = graph.buffer(str(names[0])), graph.buffer(str(names[1]))
+            ok = (
+                old.role == "input"
+                and new.role == "output"
+                and (old.shape, old.dtype) == (new.shape, new.dtype)
+            )
+        if not ok:
+            raise InputError(
+                f"graph {graph.name}: meta.capture.mutations[{i}] does not pair an input buffer with the "
+                "output buffer of its new value (same shape and dtype)"
+            )
+        pairs.append((str(names[0]), str(names[1])))
+    return tuple(pairs)
 
 
 def _names_the_program(graph: Graph, fn: Callable[..., Any], module_class: Any) -> bool:
