@@ -672,6 +672,33 @@ def test_concatenation_read_by_a_call_is_assembled(captured: Callable[[str], Cap
     assert any(made.name in k and readers[0].name in k for k in graph.meta["inductor"]["kernels"])
 
 
+def _call_on_empty(w: torch.Tensor) -> torch.Tensor:
+    return torch.mm(torch.empty_like(w), w) + w
+
+
+def test_an_allocation_a_call_reads_uncomputed_is_filled_once() -> None:
+    """`torch.empty` read by a matmul: no node computes the buffer (FORMAT needs one writer), so
+    one node fills it with 0, counted in the call's Inductor kernel; any value is its value, and
+    the reference and the generated module agree on the one the graph gives it."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.passes.pipeline import optimize
+    from fuseopt.runtime.module import run_module
+
+    cap = capture_program(_call_on_empty, _randn(8, 8))
+    (fill,) = [n for n in cap.graph.nodes if isinstance(n, ComputeNode)]
+    (call,) = _calls(cap)
+    assert fill.name == f"{call.name}_{fill.store.buffer}" and to_text(fill.value) == "0.0"
+    assert fill.store.buffer in call.read_buffers()
+    assert any(fill.name in k and call.name in k for k in cap.graph.meta["inductor"]["kernels"])
+    storages = run_graph(cap.graph, cap.input_storages())
+    (out,) = cap.program_outputs(storages)
+    torch.testing.assert_close(out, cap.inputs["w"])  # 0 @ w + w
+    stage = optimize(cap.graph)
+    got = run_module(emit_module(stage.graph, stage.plan), cap.input_storages(), poison=True)
+    (generated,) = cap.program_outputs(got)
+    torch.testing.assert_close(generated, out)
+
+
 def test_every_extern_is_a_library_call(captured: Callable[[str], Capture]) -> None:
     ops = {
         name: sorted({n.op for n in _calls(captured(name))})
