@@ -227,6 +227,24 @@ def sort_scan(x: Any) -> Any:
     return top.values, top.indices, s.values, s.indices, torch.cumsum(x + 1, 1), torch.cumprod(x, 0)
 
 
+_NAN_ROWS = torch.where(
+    torch.rand(6, 9, generator=_GEN) > 0.8, float("nan"), torch.randn(6, 9, generator=_GEN)
+)
+
+
+@program(
+    "extremes", _randn(5, 7), _NAN_ROWS, torch.randint(-2, 3, (4, 11), generator=_GEN, dtype=torch.int32)
+)
+def extremes(x: Any, nan_rows: Any, ints: Any) -> Any:
+    """`max(dim)` / `min(dim)`: both results (Inductor's argmax_with_value), the values alone
+    (argmax_value), over rows with NaNs (the first NaN and its index) and integer ties (the first
+    index)."""
+    v, i = x.max(-1)
+    w, j = nan_rows.min(1)
+    k, m = ints.max(-1)
+    return v * 2, i, w, j, x.max(0, keepdim=True).values + x, nan_rows.max(-1).values, k, m
+
+
 class Block(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -250,7 +268,7 @@ PROGRAMS["module"] = (BLOCK, (_randn(2, 8), _randn(2, 8)))
 # Inductor's kernel count for each program (meta.inductor), GPU plan under the emulation.
 KERNELS = {
     "lookups": 4, "upsample": 3, "cross_entropy": 2, "relative_buckets": 1, "shifted_lookups": 1, "log_buckets": 1, "window_index": 4, "cat_into_call": 4, "one_hot": 2, "pad_modes": 4, "scatters": 9, "var_mean_keepdim": 2, "convs": 6, "matmuls": 4,
-    "qkv_attention": 4, "sort_scan": 5, "module": 6,
+    "qkv_attention": 4, "sort_scan": 5, "module": 6, "extremes": 4,
 }  # fmt: skip
 
 
@@ -280,7 +298,9 @@ def _assert_matches(cap: Capture, want: list[torch.Tensor]) -> None:
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g.shape == w.shape and g.dtype == w.dtype, i
-        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5, msg=lambda m, i=i: f"output {i}: {m}")
+        torch.testing.assert_close(
+            g, w, rtol=1e-4, atol=1e-5, equal_nan=True, msg=lambda m, i=i: f"output {i}: {m}"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -301,7 +321,9 @@ def _values(cap: Capture) -> str:
 
 
 # -- 1. indirect indexing -----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["shifted_lookups", "cat_into_call", "one_hot", "pad_modes", "scatters"])
+@pytest.mark.parametrize(
+    "name", ["shifted_lookups", "cat_into_call", "one_hot", "pad_modes", "scatters", "extremes"]
+)
 def test_generated_code_matches_the_reference(captured: Callable[[str], Capture], name: str) -> None:
     """Through code generation, on the program's own inputs (its indices are valid there): a
     masked index's clamped loads; a concatenation assembled for a library call; a dropped assert;

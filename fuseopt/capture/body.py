@@ -78,6 +78,10 @@ REDUCTIONS: dict[str, str] = {
     "argmax": "argmax",
     "argmin": "argmin",
     "any": "any",
+    # the value half of `max(dim)` / `min(dim)` whose index is unused: the extreme, NaN first,
+    # as argmax/argmin choose it
+    "argmax_value": "max",
+    "argmin_value": "min",
 }
 
 # Reductions with several outputs, each stored by its own node: the number of outputs.
@@ -85,6 +89,8 @@ MULTI_OUTPUT_REDUCTIONS: dict[str, int] = {
     "welford_reduce": 3,
     "welford_combine": 3,
     "online_softmax_reduce": 2,
+    "argmax_with_value": 2,  # `max(dim)`'s (values, indices)
+    "argmin_with_value": 2,
 }
 
 # Inductor's random ops (`torch.rand_like`, dropout in training): FORMAT graphs are deterministic.
@@ -373,6 +379,9 @@ def reduction_value(part: Expr | ReductionPart, store: Load, env: BodyEnv, ctx: 
             return Reduce("sum", Binary("truediv", Binary("mul", weight, mean), total))
         delta = Binary("sub", mean, _output(part, 0, store, env, ctx))
         return Reduce("sum", Binary("add", m2, Binary("mul", weight, _squared(delta))))
+    if part.kind in ("argmax_with_value", "argmin_with_value"):  # (the extreme, its first index)
+        extreme = part.kind.removesuffix("_with_value")
+        return Reduce(extreme.removeprefix("arg") if part.index == 0 else extreme, part.value)
     # online softmax: (max, sum(exp(x - max)))
     if part.index == 0:
         return Reduce("max", part.value)
