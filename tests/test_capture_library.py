@@ -383,7 +383,8 @@ def test_floor_division_of_floats_divides_correctly_rounded() -> None:
 def test_ops_the_format_names_otherwise_are_exact(dtype: torch.dtype) -> None:
     """Inductor's `truncdiv` (integer `torch.div(..., rounding_mode="trunc")`) is
     `(a - fmod(a, b)) // b`, `bitwise_xor` is `(a | b) & ~(a & b)`, a left shift `a * 2**s`, a
-    right shift two floor divisions by halves of `2**s`, and `atan(x)` is `atan2(x, 1)`: each
+    right shift two floor divisions by halves of `2**s`, `logical_xor` a `!=` of its operands' truth,
+    and `atan(x)` is `atan2(x, 1)`: each
     equals torch's on every sign, on the dtype's extremes and shifts up to the width, through
     generated code too."""
     from fuseopt.codegen import emit_module
@@ -401,7 +402,8 @@ def test_ops_the_format_names_otherwise_are_exact(dtype: torch.dtype) -> None:
     def fn(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return (
             torch.div(a, b, rounding_mode="trunc"), a ^ b, (a > 0) ^ (b > 1), (a << 2) + (a >> 1),
-            torch.bitwise_left_shift(a, s), torch.bitwise_right_shift(a, s), torch.atan(x),
+            torch.bitwise_left_shift(a, s), torch.bitwise_right_shift(a, s), torch.logical_xor(a, b - 2),
+            torch.logical_xor(x, a), torch.atan(x),
         )  # fmt: skip
 
     want = fn(a, b, x, shifts)
@@ -460,6 +462,7 @@ LOOP_CALLS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "copysign": lambda x: torch.copysign(x, x - 0.5), "hypot": lambda x: torch.hypot(x, x * 3),
     "nextafter": lambda x: torch.nextafter(x, x * 2), "signbit": lambda x: torch.signbit(x - 0.5).float(),
     "gcd": lambda x: torch.gcd((x * 40).long(), (x * 90).long() + 1).float(),
+    "ldexp": lambda x: torch.ldexp(x, (x * 9 - 4).int()),
 }  # fmt: skip
 
 

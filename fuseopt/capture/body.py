@@ -66,6 +66,7 @@ BINARY_OPS: dict[str, str] = {
     "or_": "or",
     "logical_and": "and",
     "logical_or": "or",
+    "logical_xor": "ne",  # of operands Inductor has converted to bool
     "bitwise_and": "and",
     "bitwise_or": "or",
 }

@@ -53,7 +53,7 @@ LOOP_OPS_AS_CALLS = (
     "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
     "special_modified_bessel_k1", "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
     "special_i1e", "special_gammainc", "special_gammaincc", "frexp", "log10", "copysign", "hypot", "nextafter",
-    "signbit", "gcd",
+    "signbit", "gcd", "ldexp",
 )  # fmt: skip
 
 
