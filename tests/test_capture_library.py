@@ -697,6 +697,42 @@ def test_concatenation_read_by_a_call_is_assembled(captured: Callable[[str], Cap
     assert any(made.name in k and readers[0].name in k for k in graph.meta["inductor"]["kernels"])
 
 
+POOLS_WITH_INDICES: dict[str, Program] = {
+    "2x2": (lambda x: F.max_pool2d(x, 2, 2, return_indices=True), (_randn(2, 3, 8, 6),)),
+    "3x3_padded": (lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), (_randn(2, 3, 9, 7),)),
+    "ceil": (lambda x: F.max_pool2d(x * 2, 2, 2, ceil_mode=True, return_indices=True), (_randn(1, 2, 7, 5),)),
+    "1d": (lambda x: F.max_pool1d(x, 3, 2, return_indices=True), (_randn(2, 3, 11),)),
+    "3d": (lambda x: F.max_pool3d(x, 2, 2, return_indices=True), (_randn(1, 2, 4, 6, 4),)),
+    "bf16_channels_last": (
+        lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True),
+        (_randn(2, 8, 9, 9).bfloat16().to(memory_format=torch.channels_last),),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS_WITH_INDICES))
+def test_max_pool_indices_are_an_argmax_over_the_window(name: str) -> None:
+    """Inductor unrolls the window offsets of a max pool's indices (windows of up to 25 points,
+    whatever `unroll_reductions_threshold` says) into an expression whose text doubles with each
+    point: past the format's limits, found before it is written (it never finished for 3 x 3).
+    Captured again with reductions not unrolled, the offset is an argmax node over the window."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.passes.pipeline import optimize
+    from fuseopt.runtime.module import run_module
+
+    fn, args = POOLS_WITH_INDICES[name]
+    cap = capture_program(fn, *args)
+    assert cap.graph.meta["capture"]["inductor_config"] == {"unroll_reductions_threshold": 1}
+    assert "argmax(" in _values(cap)
+    want = list(fn(*args))
+    _assert_matches(cap, want)
+    stage = optimize(cap.graph)
+    got = cap.program_outputs(
+        run_module(emit_module(stage.graph, stage.plan), cap.input_storages(), poison=True)
+    )
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
 def _call_on_empty(w: torch.Tensor) -> torch.Tensor:
     return torch.mm(torch.empty_like(w), w) + w
 

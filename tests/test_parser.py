@@ -675,3 +675,17 @@ def test_text_nested_to_the_limit_parses_from_a_deep_stack() -> None:
         f, frames = f.f_back, frames + 1
     assert deep(limit - frames - 50) == P(text)
     assert sys.getrecursionlimit() == limit
+
+
+def test_tree_size_counts_shared_subtrees_at_each_use_and_stops_at_its_cap() -> None:
+    """A DAG in which each level uses the one below twice is 2**41 - 1 nodes as text: its size is
+    capped, in time linear in the DAG (to_text would never finish)."""
+    from fuseopt.ir.expr import Binary, Var, to_text, tree_size
+    from fuseopt.ir.parser import MAX_NODES
+
+    e: Expr = Var("x", dtype=DType.float32)
+    for _ in range(40):
+        e = Binary("add", e, e)
+    assert tree_size(e, MAX_NODES) == MAX_NODES + 1
+    small = Binary("mul", Binary("add", Var("a"), Var("a")), Var("b"))
+    assert tree_size(small, MAX_NODES) == 5 and to_text(small) == "(a + a) * b"

@@ -25,7 +25,7 @@ from fuseopt.capture.body import (
     run_body,
 )
 from fuseopt.capture.concat import concat_of
-from fuseopt.capture.errors import CaptureError
+from fuseopt.capture.errors import LIMIT_MESSAGE, CaptureError
 from fuseopt.capture.layout import (
     Layout,
     OutputSpec,
@@ -35,7 +35,8 @@ from fuseopt.capture.layout import (
 )
 from fuseopt.capture.library import LibraryConverter
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Reduce, to_text
+from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Reduce, to_text, tree_size
+from fuseopt.ir.parser import MAX_NODES
 
 
 @dataclass
@@ -332,6 +333,8 @@ class Converter(LibraryConverter):
         if is_reduction:
             red = [[s.name, n] for s, n in zip(syms[len(sizes[0]) :], sizes[1], strict=True)] or [["r0", 1]]
             doc["reduce"] = red
+        if tree_size(value, MAX_NODES) > MAX_NODES:  # before writing it, which could take forever
+            raise CaptureError(LIMIT_MESSAGE, node=name, code="limit")
         doc["store"] = to_text(store)
         doc["value"] = to_text(value)
         self.written[node.get_name()] = layout_of(node.get_layout(), name)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from fuseopt.capture.body import dtype_of
 from fuseopt.capture.convert import Converter, Draft
 from fuseopt.capture.emulate import Emulation, gpu_emulation, has_config
-from fuseopt.capture.errors import CaptureError
-from fuseopt.capture.fallbacks import library_fallbacks
+from fuseopt.capture.errors import LIMIT_MESSAGE, CaptureError
+from fuseopt.capture.fallbacks import library_fallbacks, pool_offsets_by_the_threshold
 from fuseopt.capture.inline import inline_slices
 from fuseopt.capture.layout import Layout, OutputSpec, layout_of, output_tensors, resolve
 from fuseopt.capture.origins import CallRecord, call_record, input_names, origin_of
@@ -176,6 +176,7 @@ def _capture_once(
             emulation_cm as emulation,
             config.patch(overrides),
             library_fallbacks(),
+            pool_offsets_by_the_threshold() if _NOT_UNROLLED in overrides else nullcontext(),
             _hooked(state),
             torch.no_grad(),
         ):
@@ -489,14 +490,7 @@ def _validated(doc: Mapping[str, Any], name: str) -> Graph:
     except InputError as err:
         rendered = "\n".join(d.render() for d in err.diagnostics)
         if all(d.code == "limit" or _TEXT_LIMIT in d.message for d in err.diagnostics):
-            raise CaptureError(
-                "an expression of the captured graph is past the format's limits for one expression "
-                "(4096 characters, 64 levels, 1024 nodes; docs/format.md): Inductor's loop body has no "
-                "shared values in the format's text (a small reduction unrolled repeats its operands; a "
-                "concatenation of many pieces is a chain of one branch a piece)."
-                "\n" + rendered,
-                code="limit",
-            ) from None
+            raise CaptureError(LIMIT_MESSAGE + "\n" + rendered, code="limit") from None
         raise CaptureError(
             "the captured graph does not validate (a bug of fuseopt capture; please report it with the "
             "program):\n" + rendered

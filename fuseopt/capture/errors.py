@@ -18,3 +18,13 @@ class CaptureError(InputError):
         self.message = message
         self.node = node
         self.details: list[str] = []  # torch's log and exception chain, shown with --verbose
+
+
+# What a capture says when an expression is past the format's limits (`code="limit"`: the capture
+# is then tried again with Inductor's reductions not unrolled).
+LIMIT_MESSAGE = (
+    "an expression of the captured graph is past the format's limits for one expression "
+    "(4096 characters, 64 levels, 1024 nodes; docs/format.md): Inductor's loop body has no "
+    "shared values in the format's text (a small reduction unrolled repeats its operands; a "
+    "concatenation of many pieces is a chain of one branch a piece)."
+)

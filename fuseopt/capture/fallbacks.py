@@ -43,6 +43,43 @@ def library_fallbacks() -> Iterator[None]:
         reinplace.inplaceable_ops.update(inplaced)
 
 
+@contextmanager
+def pool_offsets_by_the_threshold() -> Iterator[None]:
+    """Inductor computes a max pool's indices (`max_pool2d(..., return_indices=True)`) from the
+    window offsets of `prims._low_memory_max_pool_with_offsets`, whose lowering unrolls windows of
+    up to 25 points whatever `unroll_reductions_threshold` says: as one expression the offset of a
+    2 x 2 window is past the format's limits. In a capture with reductions not unrolled, that
+    lowering takes the threshold too: the offset is an argmax node over the window."""
+    import torch
+    from torch._inductor import lowering
+
+    op = getattr(torch.ops.prims, "_low_memory_max_pool_with_offsets", None)
+    keys = [k for k in (op, getattr(op, "default", None)) if k is not None and k in lowering.lowerings]
+    if not keys or not hasattr(lowering, "_max_pool_with_offsets"):
+        yield
+        return
+
+    def by_the_threshold(
+        x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool = False
+    ) -> Any:
+        # Inductor's own lowering of the op, less its `config.patch(unroll_reductions_threshold=25)`
+        n_dim = len(kernel_size)
+        kernel_size, stride, padding, dilation, _ = lowering.max_pool_checks(
+            x, kernel_size, stride, padding, dilation, n_dim, assert_fallback=False
+        )
+        result, offsets = lowering._max_pool_with_offsets(
+            x, kernel_size, stride, padding, dilation, ceil_mode, n_dim=n_dim
+        )
+        return result, lowering.to_dtype(offsets, torch.int8)
+
+    saved = {k: lowering.lowerings[k] for k in keys}
+    lowering.lowerings.update({k: by_the_threshold for k in keys})
+    try:
+        yield
+    finally:
+        lowering.lowerings.update(saved)
+
+
 # ATen operators that Inductor lowers to a loop op FORMAT has no equivalent of (`ops.erfinv`,
 # `ops.asin`, ...): for the capture they are library calls of the operator itself (Inductor's own
 # fallback), so a program using them is captured, with the call in its own kernel.

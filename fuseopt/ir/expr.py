@@ -210,6 +210,25 @@ def walk(e: Expr) -> Iterator[Expr]:
         stack.extend(reversed(node.children()))
 
 
+def tree_size(e: Expr, cap: int) -> int:
+    """The nodes of `e` as `to_text` writes it, a subtree shared by several parents counted at each
+    use, up to `cap + 1`: an expression built as a DAG (an unrolled argmax reuses its running best)
+    can have exponentially many, which `to_text` would take as long to write."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in sizes:
+            continue
+        kids = node.children()
+        if ready or not kids:
+            sizes[id(node)] = min(cap + 1, 1 + sum(sizes[id(k)] for k in kids))
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in sizes)
+    return sizes[id(e)]
+
+
 def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     """Bottom-up rewrite: `fn` returns a replacement for a node (children already rewritten) or None."""
     kids = e.children()
