@@ -1,7 +1,8 @@
 """What the capture changes in Inductor for its compile: operations FORMAT's loops cannot express
 are left to Inductor's own fallback, a call of the ATen operator, which becomes a library call
 (sorts, scans and bucketize by hiding the backend features; scatters and the operators of
-`LOOP_OPS_AS_CALLS` by their fallback lowering)."""
+`LOOP_OPS_AS_CALLS` by their fallback lowering); and in a capture with reductions not unrolled,
+a max pool's window offsets are not unrolled either (`pool_offsets_by_the_threshold`)."""
 
 from __future__ import annotations
 
