@@ -26,6 +26,7 @@ from fuseopt.capture.inline import inline_slices
 from fuseopt.capture.layout import Layout, OutputSpec, layout_of, output_tensors, resolve
 from fuseopt.capture.origins import CallRecord, call_record, input_names, origin_of
 from fuseopt.capture.reporting import chain_text, real_cause, torch_log_quiet
+from fuseopt.capture.results import draft_results
 from fuseopt.capture.specs import describe_tensor
 from fuseopt.errors import InputError
 from fuseopt.ir.graph import Graph
@@ -66,7 +67,7 @@ class Capture:
 
     graph: Graph
     inputs: Mapping[str, torch.Tensor]  # input buffer -> the example tensor (or constant) it held
-    outputs: tuple[OutputSpec, ...]  # Inductor's graph outputs, in order
+    outputs: tuple[OutputSpec, ...]  # the program's tensor results, in order (`capture.results`)
     emulation: Emulation | None
 
     def input_storages(self) -> dict[str, torch.Tensor]:
@@ -187,6 +188,7 @@ def _capture_once(
         raise state.error
     if state.draft is None or state.groups is None:
         raise CaptureError("Inductor scheduled nothing: the program has no tensor computation to capture")
+    state.draft.outputs = draft_results(fn, example_inputs, state.draft, state.real_inputs)
     return _assemble(state, graph_name, meta_source, emulation, overrides)
 
 
