@@ -33,6 +33,17 @@ def _inputs_between(x: torch.Tensor, w: torch.Tensor) -> Any:
     return {"x": x, "y": y, "again": y, "xt": x.t(), "row": x[1]}
 
 
+def _no_ops(x: torch.Tensor) -> Any:
+    """`x.contiguous()` is `x` itself in eager torch, and a graph output for Dynamo."""
+    return x.contiguous(), x + 1, x.contiguous(), x.detach(), x.view(-1)
+
+
+def _square(x: torch.Tensor) -> Any:
+    """Square: a repeat or an input must not take the next graph output of the same shape."""
+    y = x.exp()
+    return x, y, y, y.t(), x.t()
+
+
 def _written_then_returned(x: torch.Tensor, y: torch.Tensor) -> Any:
     x.add_(y)
     return x, x * 2, y
@@ -52,6 +63,8 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[[], tuple[torch.Tensor, .
     "inputs_between": (_inputs_between, lambda: (_randn(4, 3), _randn(3, 6))),
     "written_then_returned": (_written_then_returned, lambda: (_randn(4, 5), _randn(4, 5))),
     "module_state": (_Norm().train(), lambda: (_randn(6, 3),)),
+    "no_ops": (_no_ops, lambda: (_randn(4, 5),)),
+    "square": (_square, lambda: (_randn(4, 4),)),
 }
 
 

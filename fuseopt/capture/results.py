@@ -2,7 +2,8 @@
 
 Dynamo hands Inductor each tensor the program computes and returns once, in the order they are
 first returned: a tensor returned twice (`return y, y`) is one graph output, and an input
-returned as it is (`return y, x`) is no graph output at all (Dynamo returns it itself). So the
+returned as it is (`return y, x`) is no graph output at all (Dynamo returns it itself), unless
+it went through a no-op (`x.contiguous()` returns `x`), which may be one. So the
 graph's outputs are the program's results only when it returns neither. `result_specs` runs the
 program once under fake tensors (no data is computed) to see which result is which, and reads a
 repeated result from the same buffer as its first occurrence, an input from its input buffer.
@@ -47,25 +48,28 @@ def result_specs(
     by_id = {id(t): new_values.get(b, b) for b, t in inputs.items()}
     specs: list[OutputSpec] = []
     seen: dict[int, OutputSpec] = {}
-    fresh = iter(graph_outputs)
+    outs = list(graph_outputs)
     for i, t in enumerate(results):
-        if id(t) in seen:
-            spec = seen[id(t)]
-        elif id(t) in by_id:
+        out = outs[0] if outs else None
+        if id(t) in seen:  # one traced value returned twice is one graph output; two values
+            spec = seen[id(t)]  # that are one tensor (`x.contiguous()` twice) are two
+            if out == spec:
+                outs.pop(0)
+        elif id(t) in by_id:  # Dynamo returns an input itself, unless a no-op made it a graph output
             spec = OutputSpec(by_id[id(t)], Layout(tuple(t.shape), tuple(t.stride()), 0, _dtype(t)))
+            if out == spec:
+                outs.pop(0)
+        elif out is not None and out.layout.shape == tuple(t.shape) and out.layout.dtype == _dtype(t):
+            spec = outs.pop(0)
         else:
-            out = next(fresh, None)
-            if out is None or out.layout.shape != tuple(t.shape) or out.layout.dtype != _dtype(t):
-                raise CaptureError(
-                    f"the program's result {i} ({_describe(t)}) is not Inductor's next graph output "
-                    f"({'none left' if out is None else list(out.layout.shape)}): the results cannot be read back"
-                )
-            spec = out
+            raise CaptureError(
+                f"the program's result {i} ({_describe(t)}) is not Inductor's next graph output "
+                f"({'none left' if out is None else list(out.layout.shape)}): the results cannot be read back"
+            )
         seen[id(t)] = spec
         specs.append(spec)
-    left = sum(1 for _ in fresh)
-    if left:
-        raise CaptureError(f"{left} of Inductor's graph outputs are no result of the program")
+    if outs:
+        raise CaptureError(f"{len(outs)} of Inductor's graph outputs are no result of the program")
     return tuple(specs)
 
 
