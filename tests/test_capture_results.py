@@ -6,6 +6,7 @@ the program's results; each result must equal eager torch's, in order."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -91,3 +92,24 @@ def test_every_result_reads_back_as_eager_returns_it(name: str) -> None:
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5, msg=lambda m, i=i: f"result {i}: {m}")
     specs = cap.graph.meta["capture"]["outputs"]
     assert len(specs) == len(want)
+
+
+@functools.lru_cache(maxsize=4)
+def _positions(n: int) -> torch.Tensor:
+    return torch.arange(n, dtype=torch.float32)
+
+
+def _cached(x: torch.Tensor) -> torch.Tensor:
+    return x + _positions(x.shape[-1])
+
+
+def test_a_tensor_the_program_caches_stays_real() -> None:
+    """Telling the results apart runs the program once more: a tensor it caches (BEiT's relative
+    position index is an `lru_cache`) must be a real one, or its next eager call fails."""
+    _positions.cache_clear()
+    x = _randn(3, 5)
+    cap = capture_program(_cached, x)
+    (got,) = cap.program_outputs(run_graph(cap.graph, cap.input_storages()))
+    again = _cached(x)
+    assert type(again) is torch.Tensor
+    torch.testing.assert_close(got, again)

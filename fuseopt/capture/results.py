@@ -5,8 +5,9 @@ first returned: a tensor returned twice (`return y, y`) is one graph output, and
 returned as it is (`return y, x`) is no graph output at all (Dynamo returns it itself), unless
 it went through a no-op (`x.contiguous()` returns `x`), which may be one. So the
 graph's outputs are the program's results only when it returns neither. `result_specs` runs the
-program once under fake tensors (no data is computed) to see which result is which, and reads a
-repeated result from the same buffer as its first occurrence, an input from its input buffer.
+program once in eager torch on the example inputs to see which result is which (putting back
+the inputs it writes in place), and reads a repeated result from the same buffer as its first
+occurrence, an input from its input buffer.
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ def result_specs(
     """The program's tensor results in order, each as an OutputSpec: a graph output (in turn), a
     repeat of an earlier result, or an input of `inputs` (buffer -> the tensor): its buffer, or
     the buffer of its new value where the program writes it in place (`new_values`: input buffer
-    -> that buffer). Where the program cannot run under fake tensors (a data-dependent value),
-    the graph's outputs are taken as its results."""
+    -> that buffer). Where the eager run fails, the graph's outputs are taken as its results."""
     results = _probe(fn, example_inputs, [inputs[b] for b in new_values])
     if results is None:
         return tuple(graph_outputs)
@@ -74,17 +74,20 @@ def result_specs(
 
 
 def _probe(fn: Callable[..., Any], example_inputs: Sequence[Any], written: Sequence[Any]) -> list[Any] | None:
-    """The program's tensor results, run under fake tensors; None where it cannot run so."""
+    """The program's tensor results, run once in eager torch; the inputs it writes in place are
+    put back. None where it fails.
+
+    Not under fake tensors: a model that caches a tensor it computes (BEiT's relative position
+    index, an `lru_cache`) would keep a fake one and fail on its next real call."""
     import torch
     import torch.utils._pytree as pytree
-    from torch._subclasses.fake_tensor import FakeTensorMode
 
-    saved = [t.detach().clone() for t in written]  # a CPU scalar is written for real under fake mode
+    saved = [t.detach().clone() for t in written]
     try:
-        with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True):
+        with torch.no_grad():
             result = fn(*example_inputs)
         return [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
-    except Exception:  # data-dependent control flow, .item(): the graph's outputs stand
+    except Exception:  # the compile succeeded, so this should not happen: the graph's outputs stand
         return None
     finally:
         with torch.no_grad():
