@@ -41,7 +41,10 @@ def result_specs(
     """The program's tensor results in order, each as an OutputSpec: a graph output (in turn), a
     repeat of an earlier result, or an input of `inputs` (buffer -> the tensor): its buffer, or
     the buffer of its new value where the program writes it in place (`new_values`: input buffer
-    -> that buffer). Where the eager run fails, the graph's outputs are taken as its results."""
+    -> that buffer). A Python number among the results (`.item()`'s) is the 0-d graph output
+    Inductor gives it. Where the eager run fails, the graph's outputs are taken as its results."""
+    import torch
+
     results = _probe(fn, example_inputs, [inputs[b] for b in new_values])
     if results is None:
         return tuple(graph_outputs)
@@ -51,6 +54,10 @@ def result_specs(
     outs = list(graph_outputs)
     for i, t in enumerate(results):
         out = outs[0] if outs else None
+        if not isinstance(t, torch.Tensor):  # a Python number: `.item()`'s is a 0-d graph output
+            if out is not None and out.layout.shape == ():
+                specs.append(outs.pop(0))
+            continue
         if id(t) in seen:  # one traced value returned twice is one graph output; two values
             spec = seen[id(t)]  # that are one tensor (`x.contiguous()` twice) are two
             if out == spec:
@@ -74,7 +81,7 @@ def result_specs(
 
 
 def _probe(fn: Callable[..., Any], example_inputs: Sequence[Any], written: Sequence[Any]) -> list[Any] | None:
-    """The program's tensor results, run once in eager torch; the inputs it writes in place are
+    """The program's tensor and number results, run once in eager torch; the inputs it writes in place are
     put back. None where it fails.
 
     Not under fake tensors: a model that caches a tensor it computes (BEiT's relative position
@@ -86,7 +93,7 @@ def _probe(fn: Callable[..., Any], example_inputs: Sequence[Any], written: Seque
     try:
         with torch.no_grad():
             result = fn(*example_inputs)
-        return [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+        return [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor | int | float)]
     except Exception:  # the compile succeeded, so this should not happen: the graph's outputs stand
         return None
     finally:
