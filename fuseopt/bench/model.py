@@ -108,12 +108,9 @@ class BoundProgram:
         for name, new in self.mutations:
             got = logical_view(self.graph, name, self._storage(name, views).detach().cpu())
             want = logical_view(self.graph, new, expected[new])
-            rtol, atol = value_tolerances(self.graph, self.graph.buffer(new))
-            try:
-                torch.testing.assert_close(got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True)
-            except AssertionError as exc:
-                lines = [ln for ln in str(exc).splitlines() if ln.strip()][:3]
-                problems.append(f"input {name} written in place (new value {new}): " + " ".join(lines))
+            why = _mismatch(got, want, value_tolerances(self.graph, self.graph.buffer(new)))
+            if why:
+                problems.append(f"input {name} written in place (new value {new}): {why}")
         if problems:
             raise CheckFailed("; ".join(problems))
 
@@ -142,18 +139,27 @@ class BoundProgram:
         problems = []
         for i, (g, w, spec) in enumerate(zip(got, want, self.outputs, strict=True)):
             buffer = spec.pieces[0][0] if spec.pieces else spec.buffer
-            rtol, atol = (
+            tolerances = (
                 (0.0, 0.0) if buffer is None else value_tolerances(self.graph, self.graph.buffer(buffer))
             )
-            try:
-                torch.testing.assert_close(
-                    g.detach().cpu().to(w.dtype), w, rtol=rtol, atol=atol, equal_nan=True, check_stride=False
-                )
-            except AssertionError as exc:
-                lines = [ln for ln in str(exc).splitlines() if ln.strip()][:3]
-                problems.append(f"output {i} ({spec.buffer}): " + " ".join(lines))
+            why = _mismatch(g.detach().cpu(), w, tolerances)
+            if why:
+                problems.append(f"output {i} ({spec.buffer}): {why}")
         if problems:
             raise CheckFailed("; ".join(problems))
+
+
+def _mismatch(got: torch.Tensor, want: torch.Tensor, tolerances: tuple[float | None, float | None]) -> str:
+    """The first lines of assert_close's report where `got` (cast to `want`'s dtype, any strides)
+    is not within (rtol, atol) of `want`, NaN matching NaN; empty where it is."""
+    rtol, atol = tolerances
+    try:
+        torch.testing.assert_close(
+            got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True, check_stride=False
+        )
+    except AssertionError as exc:
+        return " ".join([ln for ln in str(exc).splitlines() if ln.strip()][:3])
+    return ""
 
 
 def _tensors(result: Any) -> list[torch.Tensor]:
