@@ -608,3 +608,31 @@ def test_a_malformed_mutation_record_is_refused_by_entry() -> None:
         doc["meta"] = {"capture": {"mutations": [entry]}}
         with pytest.raises(InputError, match=r"mutations\[0\]"):
             recorded_mutations(load_text(json.dumps(doc), "apbt.json"))
+
+
+def _with_number(x: torch.Tensor, number: torch.Tensor) -> tuple[torch.Tensor, float, int, torch.Tensor]:
+    return x.exp(), number.item(), 3, x * 2
+
+
+@interpreter_only
+@pytest.mark.parametrize("value", [7, 2.5])
+def test_bench_checks_a_program_that_returns_python_numbers(value: float) -> None:
+    """`.item()`'s number is a 0-d graph output (`capture.results`): eager and torch.compile are
+    checked on it, not refused for returning fewer tensors than the graph has outputs; a constant
+    the program returns itself has no output; a wrong number fails the check."""
+    from fuseopt.bench.model import bind_capture
+    from fuseopt.capture import capture_program
+
+    x, number = torch.randn(4, 5), torch.tensor(value)
+    cap = capture_program(_with_number, x, number)
+    bound = bind_capture(cap.graph, _with_number, [x, number], cap)
+    res = bench_graph(cap.graph, bound, interpret=True, inputs=bound.input_storages())
+    assert res["ok"], [v["error"] for v in res["variants"]]
+
+    def wrong(x: torch.Tensor, number: torch.Tensor) -> tuple[torch.Tensor, float, int, torch.Tensor]:
+        return x.exp(), number.item() + 1, 3, x * 2
+
+    bad = bind_capture(cap.graph, wrong, [x, number], cap)
+    res = bench_graph(cap.graph, bad, interpret=True, inputs=bad.input_storages())
+    eager = next(v for v in res["variants"] if v["name"] == "eager")
+    assert not eager["ok"] and "output 1" in eager["error"], eager

@@ -128,6 +128,17 @@ def jit_aot(x: torch.Tensor, number: torch.Tensor) -> tuple[Any, ...]:
     return x + x, number.item(), x * x, x @ x, x**2
 
 
+@program("item_float", _randn(4, 5), torch.tensor(2.5))
+def item_float(x: torch.Tensor, s: torch.Tensor) -> tuple[Any, ...]:
+    v = s.item()  # a float's item() is an unbacked SymFloat: used in a body, and returned
+    return x * v, v
+
+
+@program("item_mixed", _randn(4, 5), torch.tensor(-1.5), torch.tensor(3))
+def item_mixed(x: torch.Tensor, s: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    return x * s.item() + n.item()
+
+
 # -- docs/inductor.md's measured workloads ----------------------------------------------------------------
 @program("tsum", _randn(64, 32), _randn(32, 64))
 def tsum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -395,6 +406,24 @@ def test_a_split_welford_reduction_is_combined(fn: Any, args: tuple[torch.Tensor
     stage = optimize(g, Options())
     assert len(stage.plan.kernels) <= g.meta["inductor"]["kernel_count"]
     assert stage.plan.metrics["bytes"] <= g.meta["inductor"]["num_bytes_accessed"]
+
+
+def test_a_float_item_is_its_0d_buffer_wherever_it_is_used(captured: Callable[[str], Capture]) -> None:
+    """A float's `.item()` in a loop body reads the 0-d copy of the element (its symbol is not an
+    index), and the Python float returned is a float64 0-d output, as eager's number is a double."""
+    cap = captured("item_float")
+    scalar = next(o for o in cap.outputs if o.layout.shape == ())
+    assert cap.graph.buffer(scalar.buffer).dtype.value == "float64"
+    (scaled,) = [n for n in cap.graph.nodes if n.loops]
+    assert to_text(scaled.value) == "x[5 * x0 + x1] * s[0]"
+
+
+def test_a_view_at_a_position_known_at_run_time_is_refused() -> None:
+    def pick(x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        return x[n.item()] * 2
+
+    with pytest.raises(CaptureError, match=r"a view at a position known only at run time"):
+        capture_program(pick, _randn(6, 5), torch.tensor(3))
 
 
 # -- errors -----------------------------------------------------------------------------------------

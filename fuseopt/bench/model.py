@@ -114,7 +114,7 @@ class BoundProgram:
         if problems:
             raise CheckFailed("; ".join(problems))
 
-    def __call__(self, views: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+    def __call__(self, views: Mapping[str, torch.Tensor]) -> list[Any]:
         with torch.no_grad():
             return _tensors(self.fn(*self.arguments_of(views)))
 
@@ -122,22 +122,28 @@ class BoundProgram:
         """torch.compile of the program itself (Inductor on the same model and weights)."""
         fn = torch.compile(self.fn, backend=backend)
 
-        def run(v: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+        def run(v: Mapping[str, torch.Tensor]) -> list[Any]:
             with torch.no_grad():
                 return _tensors(fn(*self.arguments_of(v)))
 
         return run
 
-    def check(self, got: Sequence[torch.Tensor], expected: Mapping[str, torch.Tensor]) -> None:
+    def check(self, got: Sequence[Any], expected: Mapping[str, torch.Tensor]) -> None:
         """The program's results against the reference's output storages, output by output, with
         the tolerances `fuseopt run` uses for the buffer behind each."""
         from fuseopt.runtime.compare import value_tolerances
 
         want = output_tensors(self.outputs, expected)
-        if len(got) != len(want):
-            raise CheckFailed(f"the program returned {len(got)} tensors, the graph has {len(want)} outputs")
+        pairs = _paired(got, self.outputs)
+        if pairs is None:
+            n = sum(isinstance(r, torch.Tensor) for r in got)
+            raise CheckFailed(
+                f"the program returned {n} tensors and {len(got) - n} numbers, the graph has "
+                f"{len(want)} outputs"
+            )
         problems = []
-        for i, (g, w, spec) in enumerate(zip(got, want, self.outputs, strict=True)):
+        for g, i in pairs:
+            w, spec = want[i], self.outputs[i]
             buffer = spec.pieces[0][0] if spec.pieces else spec.buffer
             tolerances = (
                 (0.0, 0.0) if buffer is None else value_tolerances(self.graph, self.graph.buffer(buffer))
@@ -162,11 +168,32 @@ def _mismatch(got: torch.Tensor, want: torch.Tensor, tolerances: tuple[float | N
     return ""
 
 
-def _tensors(result: Any) -> list[torch.Tensor]:
-    """A program's tensor results in order (a tensor, or a pytree of them, e.g. a tuple)."""
+def _tensors(result: Any) -> list[Any]:
+    """A program's results in order (a tensor, or a pytree of them, e.g. a tuple): tensors and
+    Python numbers (`.item()`'s), as `capture.results` reads them."""
     from torch.utils._pytree import tree_leaves
 
-    return [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
+    return [t for t in tree_leaves(result) if isinstance(t, torch.Tensor | int | float)]
+
+
+def _paired(got: Sequence[Any], specs: Sequence[OutputSpec]) -> list[tuple[torch.Tensor, int]] | None:
+    """Each result with the index of its output spec, as `capture.results` paired them: a tensor
+    takes the next spec; a Python number the next spec where it is 0-d (the output Inductor
+    gives `.item()`'s value), else none (a constant the program returns itself). None where the
+    results and the specs do not pair up."""
+    pairs: list[tuple[torch.Tensor, int]] = []
+    k = 0
+    for r in got:
+        if not isinstance(r, torch.Tensor):
+            if k < len(specs) and specs[k].layout.shape == ():
+                pairs.append((torch.tensor(r), k))
+                k += 1
+            continue
+        if k == len(specs):
+            return None
+        pairs.append((r, k))
+        k += 1
+    return pairs if k == len(specs) else None
 
 
 def is_captured(graph: Graph) -> bool:

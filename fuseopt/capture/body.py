@@ -239,6 +239,8 @@ class BodyHandler:
         tree = self._ctx.index(index)
         if isinstance(tree, Const):
             return constant(tree.value, target, node=self._ctx.node)
+        if isinstance(tree, Load):  # item()'s scalar (a float one too): its 0-d buffer's value
+            return Cast(tree, target)
         value: Expr = tree if isinstance(tree, Var) else IndexValue(tree)
         return value if target == DType.int64 else Cast(value, target)
 

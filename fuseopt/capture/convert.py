@@ -306,6 +306,7 @@ class Converter(LibraryConverter):
             loop_vars={s: s.name for s in syms},
             var_ranges=dict(zip(syms, flat, strict=True)),
             rnumel=rnumel,
+            indirect={sym: Load(buf, Const(0)) for sym, buf in self.scalars.items()},  # item()'s
         )
         self._current_buffer = node.get_name()
         stores = run_body(sn._body, sizes, self, ctx)

@@ -194,6 +194,12 @@ class LibraryConverter:
         if isinstance(node, ir.AssertScalar):
             self.dropped.append(name)
             return
+        if type(node).__name__ == "DynamicSelectStorageOffset":  # torch 2.13: `x[n.item()]`
+            raise CaptureError(
+                "a view at a position known only at run time (x[n.item()]) is not supported: "
+                "FORMAT views have fixed offsets",
+                node=name,
+            )
         if isinstance(node, ir.MultiOutput):
             self._multi_output(node, name)
             return
