@@ -10,6 +10,7 @@ few elements while the arithmetic runs past int32 (or int64, for the interpreter
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from fuseopt.io.load import load_text
 from fuseopt.ir.bounds import index_magnitude
 from fuseopt.ir.graph import ComputeNode, Graph
 from fuseopt.ir.parser import parse_expr_text
+from fuseopt.passes.loop_transform import simplify_graph
 from fuseopt.passes.pipeline import optimize
 from fuseopt.runtime import compare_with_reference
 from tests.strategies import unfused_plan
@@ -77,10 +79,11 @@ def _indexed(node: ComputeNode) -> list[Any]:
 
 def _check(g: Graph) -> None:
     """Generated code equals the reference, unfused and as planned, and runs in int64 wherever an
-    intermediate leaves int32 over the loop box."""
+    intermediate of an index it prints (`simplify_graph`'s) leaves int32 over the loop box."""
+    wide = _magnitude(simplify_graph(g)) > INT32_MAX
     for plan in (unfused_plan(g), optimize(g).plan):
         src = emit_module(g, plan, options=SMALL)
-        if _magnitude(g) > INT32_MAX:
+        if wide:
             assert _int64_kernel(src), src
         compare_with_reference(g, plan, source=src)
 
@@ -95,6 +98,12 @@ def _check(g: Graph) -> None:
         "(i0 * 2147483648 + i1) % 2147483648",  # a modulo of a big multiple
         "(i0 * 4294967296 + i1 * 3) % 4294967296 // 3",  # past 2**32: a wrap would look right
         "(2147483647 - i1) % 4",  # near the top of int32, no overflow: int32 stays
+        # The same classes where no simplification takes the large intermediate out (the divisor
+        # does not divide the coefficient): int64 arithmetic in the kernel.
+        "(i1 * 1099511627776) // 1099511627775 + i0",  # literals past int32
+        "(i1 * 2147483648) // 2147483649",  # a product past int32, then a floor division
+        "(i0 * 2147483648 + i1) % 2147483647",  # a modulo of a big multiple
+        "(i0 * 4294967296 + i1 * 3) % 4294967295 // 3",  # past 2**32
     ],
 )
 def test_index_intermediates_past_int32_load_the_right_element(index: str) -> None:
@@ -106,6 +115,22 @@ def test_index_intermediates_past_int32_load_the_right_element(index: str) -> No
         [[x[_py(index, i0, i1)] for i1 in range(N1)] for i0 in range(N0)], dtype=torch.float32
     )
     assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        "(i1 + 1099511627776) // 274877906944 - 4 + i0",
+        "(i1 * 2147483648) // 2147483648",
+        "(i0 * 4294967296 + i1 * 3) % 4294967296 // 3",
+    ],
+)
+def test_an_index_that_simplifies_is_printed_simply_in_int32(index: str) -> None:
+    """Code generation prints an index as simple as the loop box allows (`simplify_graph`): a loop
+    variable here, with no intermediate past int32 left, so the kernel's arithmetic stays int32."""
+    g = _graph(_doc(f"x[{index}]"))
+    src = emit_module(g, unfused_plan(g), options=SMALL)
+    assert re.search(r"tl\.load\(x_ptr \+ x\d, xmask", src) and not _int64_kernel(src), src
 
 
 def _py(index: str, i0: int, i1: int) -> int:

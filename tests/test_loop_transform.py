@@ -103,3 +103,81 @@ def test_simplify_rules(text: str, ranges: dict[str, int], want: str) -> None:
     for _ in range(200):
         env = {v: rng.randrange(n) for v, n in ranges.items()}
         assert _eval_index(got, env) == _eval_index(e, env)
+
+
+def _linear(draw: st.DrawFn, names: list[str]) -> str:
+    terms = [f"{draw(st.integers(0, 300))}*{v}" for v in names]
+    return " + ".join([*terms, str(draw(st.integers(0, 50)))])
+
+
+@st.composite
+def _digit_indices(draw: st.DrawFn) -> tuple[str, dict[str, int]]:
+    """An index as a sum of digits (`c*(L // d)`, `c*(L % m)`) of linear forms over a small box."""
+    sizes = draw(st.lists(st.integers(1, 9), min_size=1, max_size=3))
+    names = [f"i{k}" for k in range(len(sizes))]
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        inner = _linear(draw, names)
+        op = draw(st.sampled_from(["//", "%"]))
+        parts.append(f"{draw(st.integers(1, 64))}*(({inner}) {op} {draw(st.integers(1, 96))})")
+    return " + ".join(parts), dict(zip(names, sizes, strict=True))
+
+
+@given(_digit_indices())
+@settings(max_examples=examples(200, quick=40), deadline=None)
+def test_simplify_indices_keeps_every_address_and_never_adds_a_division(
+    case: tuple[str, dict[str, int]],
+) -> None:
+    """`simplify_indices` (what code generation prints): the same address at every point of the
+    box, no more `//` and `%` than the graph wrote, and a second pass changes nothing."""
+    import itertools
+
+    from fuseopt.ir.expr import Load
+    from fuseopt.ir.graph import ComputeNode
+    from fuseopt.passes.loop_transform import _divmods, simplify_indices
+
+    text, sizes = case
+    index = parse_expr_text(text)
+    loops = tuple(LoopVar(v, n) for v, n in sizes.items())
+    node = ComputeNode("n0", "pointwise", loops, (), Load("out", parse_expr_text("0")), Load("x", index))
+    got = simplify_indices(node)
+    assert isinstance(got.value, Load)
+    assert _divmods(got.value.index) <= _divmods(index)
+    for point in itertools.product(*(range(n) for n in sizes.values())):
+        env = dict(zip(sizes, point, strict=True))
+        assert _eval_index(got.value.index, env) == _eval_index(index, env), env
+    assert simplify_indices(got) is got
+
+
+@pytest.mark.parametrize("sizes", [(4, 6), (3, 8, 5), (16, 12)])
+def test_an_index_written_as_its_digits_generates_the_kernel_of_the_index(sizes: tuple[int, ...]) -> None:
+    """A graph written by hand may spell a flat index as its digits (`d*(L // d) + L % d`): it is
+    planned and generated as if it spelled `L` (the loops merge, the load is contiguous)."""
+    from fuseopt.codegen import emit_module
+    from fuseopt.io.load import load_text
+    from fuseopt.passes.pipeline import optimize
+
+    names = [f"i{k}" for k in range(len(sizes))]
+    strides = [1] * len(sizes)
+    for k in range(len(sizes) - 2, -1, -1):
+        strides[k] = strides[k + 1] * sizes[k + 1]
+    flat = " + ".join(f"{s}*{v}" for s, v in zip(strides, names, strict=True))
+    d = sizes[-1]
+
+    def graph(index: str) -> str:
+        loops = ", ".join(f'["{v}", {n}]' for v, n in zip(names, sizes, strict=True))
+        total = strides[0] * sizes[0]
+        return (
+            '{"format": "fuseopt-graph/1", "name": "digits", "buffers": {'
+            f'"x": {{"shape": [{total}], "dtype": "float32", "role": "input"}}, '
+            f'"out": {{"shape": [{total}], "dtype": "float32", "role": "output"}}}}, '
+            f'"nodes": [{{"name": "n0", "loops": [{loops}], "store": "out[{flat}]", '
+            f'"value": "2 * x[{index}]"}}]}}'
+        )
+
+    def kernels(text: str) -> str:
+        stage = optimize(load_text(text, "digits.json"))
+        return emit_module(stage.graph, stage.plan)
+
+    plain = kernels(graph(flat))
+    assert kernels(graph(f"{d}*(({flat}) // {d}) + ({flat}) % {d}")) == plain

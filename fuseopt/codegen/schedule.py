@@ -24,6 +24,7 @@ from fuseopt.analysis.access_match import Space, space_of
 from fuseopt.codegen.common import CodegenError, prod
 from fuseopt.codegen.indexing import Digit, Flat, decompose, split_loops
 from fuseopt.ir.graph import ComputeNode, Graph, LibraryNode, LoopVar
+from fuseopt.passes.loop_transform import simplify_indices
 from fuseopt.plan import Kernel, Plan
 
 
@@ -257,7 +258,7 @@ def build_schedule(graph: Graph, plan: Plan) -> Schedule:
 
 
 def _lower_kernel(graph: Graph, k: Kernel) -> list[Launch]:
-    nodes = [graph.node(n) for n in k.nodes]
+    nodes = [_simplified(graph.node(n)) for n in k.nodes]
     if not nodes:
         raise CodegenError(f"plan kernel {k.name!r} has no nodes")
     if k.kind in ("extern", "template"):
@@ -291,6 +292,12 @@ def _lower_kernel(graph: Graph, k: Kernel) -> list[Launch]:
     if k.kind == "reduction":
         return [_reduction_launch(k, compute)]
     raise CodegenError(f"plan kernel {k.name!r} has unknown kind {k.kind!r}")
+
+
+def _simplified(node: ComputeNode | LibraryNode) -> ComputeNode | LibraryNode:
+    """A compute node with its indices as simple as its loop box allows (`simplify_indices`: an
+    index printed as the graph writes it costs its `//` and `%`, and hides its contiguity)."""
+    return simplify_indices(node) if isinstance(node, ComputeNode) else node
 
 
 def _compute_nodes(k: Kernel, nodes: list[ComputeNode | LibraryNode]) -> list[ComputeNode]:

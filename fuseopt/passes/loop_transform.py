@@ -29,7 +29,7 @@ from fuseopt.ir.expr import (
     transform,
     walk,
 )
-from fuseopt.ir.graph import ComputeNode, LoopVar
+from fuseopt.ir.graph import ComputeNode, Graph, LoopVar
 
 _I64 = DType.int64
 
@@ -409,6 +409,40 @@ def _rewrite(
     return replace(
         node, loops=loops, reduce=red, store=store, value=rewrite_conditions(rewrite_loads(node.value))
     )
+
+
+def simplify_indices(node: ComputeNode) -> ComputeNode:
+    """The node with each index of a load, a store or an `index(e)` simplified (`simplify`, over
+    the node's loop box) where that leaves fewer floor divisions and modulos: a graph written by
+    hand may index `16*((256*i + j) // 16) + (256*i + j) % 16` for `256*i + j`. An index with
+    no fewer is kept as the graph writes it; one that reads a load is kept."""
+    ranges = {lv.name: lv.size for lv in (*node.loops, *node.reduce)}
+
+    def fewer(e: Expr) -> Expr:
+        if any(isinstance(n, Load) for n in walk(e)):
+            return e
+        out = simplify(e, ranges)
+        return out if _divmods(out) < _divmods(e) else e
+
+    store = _map_indices(node.store, fewer)
+    value = _map_indices(node.value, fewer)
+    if store == node.store and value == node.value:
+        return node
+    assert isinstance(store, Load)
+    return replace(node, store=store, value=value)
+
+
+def simplify_graph(graph: Graph) -> Graph:
+    """Every compute node's indices through `simplify_indices`; the graph itself where none
+    changes."""
+    nodes = tuple(simplify_indices(n) if isinstance(n, ComputeNode) else n for n in graph.nodes)
+    if all(a is b for a, b in zip(nodes, graph.nodes, strict=True)):
+        return graph
+    return graph.replace(nodes=nodes)
+
+
+def _divmods(e: Expr) -> int:
+    return sum(isinstance(n, Binary) and n.op in ("floordiv", "mod") for n in walk(e))
 
 
 def _pure_index(e: Expr) -> bool:

@@ -19,6 +19,7 @@ from fuseopt.ir.graph import ComputeNode, Graph
 from fuseopt.ir.serialize import graph_sha256
 from fuseopt.passes.fusion import FusionResult, fuse
 from fuseopt.passes.loop_order import LoopOrder, merge_loops, normalize_loops
+from fuseopt.passes.loop_transform import simplify_graph
 from fuseopt.passes.options import Options
 from fuseopt.plan import Kernel, Plan, Reorder
 from fuseopt.util import gc_paused
@@ -192,9 +193,10 @@ def _kernel(graph: Graph, table: AccessTable, name: str, members: tuple[str, ...
 
 def initial_stage(graph: Graph) -> Stage:
     """Every node its own kernel: the plan before any pass (the unfused baseline, made on first
-    use)."""
+    use), over the graph with its indices as simple as each node's loop box allows
+    (`simplify_graph`: the same addresses, so the same bytes and hash as the graph loaded)."""
     table = AccessTable(graph)
-    return Stage(graph, Baseline(graph, table), source=graph, access=table)
+    return Stage(simplify_graph(graph), Baseline(graph, table), source=graph, access=table)
 
 
 def optimize(
