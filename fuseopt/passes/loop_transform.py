@@ -419,10 +419,11 @@ def simplify_indices(node: ComputeNode) -> ComputeNode:
     ranges = {lv.name: lv.size for lv in (*node.loops, *node.reduce)}
 
     def fewer(e: Expr) -> Expr:
-        if any(isinstance(n, Load) for n in walk(e)):
+        before = _divmods(e)
+        if not before or any(isinstance(n, Load) for n in walk(e)):
             return e
         out = simplify(e, ranges)
-        return out if _divmods(out) < _divmods(e) else e
+        return out if _divmods(out) < before else e
 
     store = _map_indices(node.store, fewer)
     value = _map_indices(node.value, fewer)
