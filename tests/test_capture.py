@@ -139,6 +139,12 @@ def item_mixed(x: torch.Tensor, s: torch.Tensor, n: torch.Tensor) -> torch.Tenso
     return x * s.item() + n.item()
 
 
+@program("item_computed", _randn(4, 5))
+def item_computed(x: torch.Tensor) -> tuple[Any, ...]:
+    y = x.exp()
+    return y / y.abs().max().item(), y.sum().item()  # items of computed values
+
+
 # -- docs/inductor.md's measured workloads ----------------------------------------------------------------
 @program("tsum", _randn(64, 32), _randn(32, 64))
 def tsum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
