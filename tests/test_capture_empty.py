@@ -148,6 +148,13 @@ def test_a_library_call_reading_no_elements_is_refused_by_name() -> None:
         capture_program(lambda x, w: x[:, :0] @ w + 1, _randn(6, 8), _randn(0, 8))
 
 
-def test_a_program_of_only_empty_results_is_refused() -> None:
-    with pytest.raises(CaptureError, match="every result has no elements"):
-        capture_program(lambda x: x[:0] + 1, _randn(6, 8))
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x[:0] + 1,  # no elements
+        lambda x: (x, x.t(), x[1:]),  # the input and views of it: nothing computed
+    ],
+)
+def test_a_program_that_computes_nothing_is_refused_saying_why(fn: Any) -> None:
+    with pytest.raises(CaptureError, match="every result is an input, a view of one, a constant or a tensor"):
+        capture_program(fn, _randn(6, 8))

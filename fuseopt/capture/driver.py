@@ -310,7 +310,10 @@ def _convert(nodes: list[Any], state: _State) -> tuple[Draft, dict[str, Any]]:
     )
     conv.run(nodes)
     if not conv.nodes:
-        raise CaptureError("the program computes nothing FORMAT can hold: every result has no elements")
+        raise CaptureError(
+            "the program computes nothing FORMAT can hold: every result is an input, a view of one, "
+            "a constant or a tensor of no elements"
+        )
 
     outputs = [_output_spec(conv, o) for o in graph.graph_outputs]
     # an output's buffer, or its concatenation's slices (the concatenation is no buffer)
