@@ -80,6 +80,8 @@ def _eval_index(e: object, env: dict[str, int]) -> int:
         "mul": lambda: a * b,
         "floordiv": lambda: a // b,
         "mod": lambda: a % b,
+        "minimum": lambda: min(a, b),
+        "maximum": lambda: max(a, b),
     }
     return ops[e.op]()
 
@@ -92,6 +94,8 @@ def _eval_index(e: object, env: dict[str, int]) -> int:
         ("(8*a + b) % 8", {"a": 10, "b": 8}, "b"),
         ("x % 235200 // 6720", {"x": 10**6}, "x // 6720 % 35"),
         ("x // 8 % 25 % 5", {"x": 1000}, "x // 8 % 5"),
+        ("min(max(x - 1, 0), 999)", {"x": 1000}, "maximum(x - 1, 0)"),  # only the clamp that binds
+        ("max(min(x, 998), 0) + min(y, 7)", {"x": 1000, "y": 8}, "minimum(x, 998) + y"),
     ],
 )
 def test_simplify_rules(text: str, ranges: dict[str, int], want: str) -> None:
@@ -112,20 +116,23 @@ def _linear(draw: st.DrawFn, names: list[str]) -> str:
 
 @st.composite
 def _digit_indices(draw: st.DrawFn) -> tuple[str, dict[str, int]]:
-    """An index as a sum of digits (`c*(L // d)`, `c*(L % m)`) of linear forms over a small box."""
+    """An index as a sum of digits (`c*(L // d)`, `c*(L % m)`) and clamps (`min(L, c)`,
+    `max(L, c)`, binding or not) of linear forms over a small box."""
     sizes = draw(st.lists(st.integers(1, 9), min_size=1, max_size=3))
     names = [f"i{k}" for k in range(len(sizes))]
     parts = []
     for _ in range(draw(st.integers(1, 4))):
         inner = _linear(draw, names)
-        op = draw(st.sampled_from(["//", "%"]))
-        parts.append(f"{draw(st.integers(1, 64))}*(({inner}) {op} {draw(st.integers(1, 96))})")
+        op = draw(st.sampled_from(["//", "%", "min", "max"]))
+        c = draw(st.integers(1, 96 if op in ("//", "%") else 3000))
+        part = f"(({inner}) {op} {c})" if op in ("//", "%") else f"{op}({inner}, {c})"
+        parts.append(f"{draw(st.integers(1, 64))}*{part}")
     return " + ".join(parts), dict(zip(names, sizes, strict=True))
 
 
 @given(_digit_indices())
 @settings(max_examples=examples(200, quick=40), deadline=None)
-def test_simplify_indices_keeps_every_address_and_never_adds_a_division(
+def test_simplify_indices_keeps_every_address_and_never_adds_a_division_or_clamp(
     case: tuple[str, dict[str, int]],
 ) -> None:
     """`simplify_indices` (what code generation prints): the same address at every point of the
@@ -151,8 +158,9 @@ def test_simplify_indices_keeps_every_address_and_never_adds_a_division(
 
 @pytest.mark.parametrize("sizes", [(4, 6), (3, 8, 5), (16, 12)])
 def test_an_index_written_as_its_digits_generates_the_kernel_of_the_index(sizes: tuple[int, ...]) -> None:
-    """A graph written by hand may spell a flat index as its digits (`d*(L // d) + L % d`): it is
-    planned and generated as if it spelled `L` (the loops merge, the load is contiguous)."""
+    """A graph written by hand may spell a flat index as its digits (`d*(L // d) + L % d`), or
+    clamp it into a range it never leaves: it is planned and generated as if it spelled `L` (the
+    loops merge, the load is contiguous)."""
     from fuseopt.codegen import emit_module
     from fuseopt.io.load import load_text
     from fuseopt.passes.pipeline import optimize
@@ -181,3 +189,5 @@ def test_an_index_written_as_its_digits_generates_the_kernel_of_the_index(sizes:
 
     plain = kernels(graph(flat))
     assert kernels(graph(f"{d}*(({flat}) // {d}) + ({flat}) % {d}")) == plain
+    last = strides[0] * sizes[0] - 1
+    assert kernels(graph(f"min(max({flat}, 0), {last})")) == plain  # clamps that never bind

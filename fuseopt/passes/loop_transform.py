@@ -332,11 +332,14 @@ def simplify(e: Expr, ranges: Mapping[str, int]) -> Expr:
     """Simplify an index over a loop box: floor division and modulo of linear forms, digits.
 
     (d*A + B) // d == A + B // d and (d*A + B) % d == B % d for integer A; B // d == 0 and
-    B % d == B when 0 <= B < d over the box (bounds from `interval`). Then digits of the same
-    expression recombine. Each rule is an identity over the box, so meaning is preserved.
+    B % d == B when 0 <= B < d over the box (bounds from `interval`); min(A, B) == A when A <= B
+    over the box (a clamp that never binds), max likewise. Then digits of the same expression
+    recombine. Each rule is an identity over the box, so meaning is preserved.
     """
 
     def visit(n: Expr) -> Expr | None:
+        if isinstance(n, Binary) and n.op in ("minimum", "maximum"):
+            return _unclamped(n, ranges)
         if not (isinstance(n, Binary) and n.op in ("floordiv", "mod") and isinstance(n.b, Const)):
             return None
         d = int(n.b.value)
@@ -413,9 +416,10 @@ def _rewrite(
 
 def simplify_indices(node: ComputeNode) -> ComputeNode:
     """The node with each index of a load, a store or an `index(e)` simplified (`simplify`, over
-    the node's loop box) where that leaves fewer floor divisions and modulos: a graph written by
-    hand may index `16*((256*i + j) // 16) + (256*i + j) % 16` for `256*i + j`. An index with
-    no fewer is kept as the graph writes it; one that reads a load is kept."""
+    the node's loop box) where that leaves fewer floor divisions, modulos and clamps: a graph
+    written by hand may index `16*((256*i + j) // 16) + (256*i + j) % 16` for `256*i + j`, or
+    clamp an index that never leaves its range. An index with no fewer is kept as the graph
+    writes it; one that reads a load is kept."""
     ranges = {lv.name: lv.size for lv in (*node.loops, *node.reduce)}
 
     def fewer(e: Expr) -> Expr:
@@ -442,8 +446,20 @@ def simplify_graph(graph: Graph) -> Graph:
     return graph.replace(nodes=nodes)
 
 
+def _unclamped(n: Binary, ranges: Mapping[str, int]) -> Expr | None:
+    """`min(a, b)` as the side that is never above the other over the box (`max`: never below),
+    None where neither is."""
+    ra, rb = interval(n.a, ranges), interval(n.b, ranges)
+    if ra is None or rb is None:
+        return None
+    if n.op == "minimum":
+        return n.a if ra[1] <= rb[0] else n.b if rb[1] <= ra[0] else None
+    return n.a if ra[0] >= rb[1] else n.b if rb[0] >= ra[1] else None
+
+
 def _divmods(e: Expr) -> int:
-    return sum(isinstance(n, Binary) and n.op in ("floordiv", "mod") for n in walk(e))
+    """The floor divisions, modulos and clamps (min, max) of an index: what `simplify` takes out."""
+    return sum(isinstance(n, Binary) and n.op in ("floordiv", "mod", "minimum", "maximum") for n in walk(e))
 
 
 def _pure_index(e: Expr) -> bool:
