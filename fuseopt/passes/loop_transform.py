@@ -29,6 +29,7 @@ from fuseopt.ir.expr import (
     transform,
     walk,
 )
+from fuseopt.ir.fold import fold_minmax
 from fuseopt.ir.graph import ComputeNode, Graph, LoopVar
 
 _I64 = DType.int64
@@ -338,8 +339,6 @@ def simplify(e: Expr, ranges: Mapping[str, int]) -> Expr:
     """
 
     def visit(n: Expr) -> Expr | None:
-        if isinstance(n, Binary) and n.op in ("minimum", "maximum"):
-            return _unclamped(n, ranges)
         if not (isinstance(n, Binary) and n.op in ("floordiv", "mod") and isinstance(n.b, Const)):
             return None
         d = int(n.b.value)
@@ -371,7 +370,7 @@ def simplify(e: Expr, ranges: Mapping[str, int]) -> Expr:
             return linear_to_expr(quot)
         return linear_to_expr(Linear((*quot.coeffs, (_fdiv(inner, d), 1)), quot.const))
 
-    out = linear_to_expr(simplify_digits(linear_form(transform(e, visit))))
+    out = linear_to_expr(simplify_digits(linear_form(transform(fold_minmax(e, ranges), visit))))
     # Atoms come back from linear forms untyped; an index is int64 throughout.
     return transform(out, lambda n: replace(n, dtype=_I64) if n.dtype is None else None)
 
@@ -419,7 +418,11 @@ def simplify_indices(node: ComputeNode) -> ComputeNode:
     the node's loop box) where that leaves fewer floor divisions, modulos and clamps: a graph
     written by hand may index `16*((256*i + j) // 16) + (256*i + j) % 16` for `256*i + j`, or
     clamp an index that never leaves its range. An index with no fewer is kept as the graph
-    writes it; one that reads a load is kept."""
+    writes it; one that reads a load is kept.
+
+    Mask conditions are kept as written, even where the box decides them: the window strategies
+    share a load between neighbouring points only where their masks have the same form, and a
+    captured pooling window writes every tap's bounds check, the center's too."""
     ranges = {lv.name: lv.size for lv in (*node.loops, *node.reduce)}
 
     def fewer(e: Expr) -> Expr:
@@ -444,17 +447,6 @@ def simplify_graph(graph: Graph) -> Graph:
     if all(a is b for a, b in zip(nodes, graph.nodes, strict=True)):
         return graph
     return graph.replace(nodes=nodes)
-
-
-def _unclamped(n: Binary, ranges: Mapping[str, int]) -> Expr | None:
-    """`min(a, b)` as the side that is never above the other over the box (`max`: never below),
-    None where neither is."""
-    ra, rb = interval(n.a, ranges), interval(n.b, ranges)
-    if ra is None or rb is None:
-        return None
-    if n.op == "minimum":
-        return n.a if ra[1] <= rb[0] else n.b if rb[1] <= ra[0] else None
-    return n.a if ra[0] >= rb[1] else n.b if rb[0] >= ra[1] else None
 
 
 def _divmods(e: Expr) -> int:
