@@ -110,8 +110,8 @@ def test_simplify_rules(text: str, ranges: dict[str, int], want: str) -> None:
 
 
 def _linear(draw: st.DrawFn, names: list[str]) -> str:
-    terms = [f"{draw(st.integers(0, 300))}*{v}" for v in names]
-    return " + ".join([*terms, str(draw(st.integers(0, 50)))])
+    terms = [f"({draw(st.integers(-300, 300))})*{v}" for v in names]
+    return " + ".join([*terms, f"({draw(st.integers(-50, 50))})"])
 
 
 @st.composite
@@ -124,8 +124,8 @@ def _digit_indices(draw: st.DrawFn) -> tuple[str, dict[str, int]]:
     for _ in range(draw(st.integers(1, 4))):
         inner = _linear(draw, names)
         op = draw(st.sampled_from(["//", "%", "min", "max"]))
-        c = draw(st.integers(1, 96 if op in ("//", "%") else 3000))
-        part = f"(({inner}) {op} {c})" if op in ("//", "%") else f"{op}({inner}, {c})"
+        c = draw(st.integers(1, 96 if op in ("//", "%") else 3000)) * draw(st.sampled_from([1, -1]))
+        part = f"(({inner}) {op} ({c}))" if op in ("//", "%") else f"{op}({inner}, {c})"
         parts.append(f"{draw(st.integers(1, 64))}*{part}")
     return " + ".join(parts), dict(zip(names, sizes, strict=True))
 
