@@ -145,6 +145,12 @@ def item_computed(x: torch.Tensor) -> tuple[Any, ...]:
     return y / y.abs().max().item(), y.sum().item()  # items of computed values
 
 
+@program("item_bool", _randn(4, 5))
+def item_bool(x: torch.Tensor) -> tuple[Any, ...]:
+    flag = (x > 0).any().item()  # a bool's item(): its symbol is the int the bool converts to
+    return x * 2, flag, x.argmax().item()
+
+
 # -- docs/inductor.md's measured workloads ----------------------------------------------------------------
 @program("tsum", _randn(64, 32), _randn(32, 64))
 def tsum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -29,6 +29,7 @@ from fuseopt.capture.reporting import chain_text, real_cause, torch_log_quiet
 from fuseopt.capture.results import draft_results
 from fuseopt.capture.specs import describe_tensor
 from fuseopt.errors import InputError
+from fuseopt.ir.dtypes import DType
 from fuseopt.ir.graph import Graph
 from fuseopt.ir.models import FORMAT_ID, GRAPH_NAME_PATTERN
 
@@ -370,6 +371,10 @@ def _output_spec(conv: Converter, out: Any) -> OutputSpec:
     import sympy
 
     expr = getattr(out, "expr", out)  # ShapeAsConstantBuffer wraps a symbol
+    if isinstance(expr, sympy.Eq) and expr.args[0] in conv.scalars and expr.args[1] == 1:
+        expr = expr.args[0]  # a bool's item(): Eq(u, 1) of the int its symbol stands for
+        if conv.written[conv.scalars[expr]].dtype != DType.bool:
+            raise CaptureError(f"graph output {out.expr} is not a buffer")
     if isinstance(expr, sympy.Basic) and expr in conv.scalars:  # item()'s Python scalar: its 0-d buffer
         name = conv.scalars[expr]
         return OutputSpec(name, conv.written[name])

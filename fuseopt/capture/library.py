@@ -276,7 +276,8 @@ class LibraryConverter:
     def _scalar(self, node: Any, name: str) -> None:
         """`t.item()` (Inductor's DynamicScalar, a host sync): a 0-d copy of the element, whose
         buffer stands for the Python scalar the program returns."""
-        if getattr(node, "keypath", ()):
+        keypath = tuple(getattr(node, "keypath", ()))
+        if keypath and [type(k).__name__ for k in keypath] != ["ConvertIntKey"]:  # a bool's item()
             raise CaptureError(f"item() with key path {node.keypath} is not supported", node=name)
         (inp,) = node.inputs
         src, lay = resolve(inp)
