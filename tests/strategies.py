@@ -388,6 +388,48 @@ def _softmax_sum(gen: _Gen, mx: dict[str, Any], name: str, docs: dict[str, dict[
     }
 
 
+def _variance_sum(
+    gen: _Gen, mean: dict[str, Any], name: str, docs: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """`sum((F - m) * (F - m))` over the loops of the reduction `m = sum(F / n)` (node `mean`)."""
+    m = gen.bufs[-1]
+    loops = {int(v[1:]): v for v, _ in mean["loops"]}
+    out = gen.new_buffer(name, m.dims, "float32")
+    gen.bufs.append(out)
+    docs[name] = _buffer_doc(out, gen.shape, "intermediate")
+    f = mean["value"][len("sum((") : mean["value"].rindex(") / ")]
+    d = f"({f} - {m.load(loops)})"
+    return {
+        "name": f"n{name[3:]}",
+        "loops": mean["loops"],
+        "reduce": mean["reduce"],
+        "store": f"{name}[{out.index(loops)}]",
+        "value": f"sum({d} * {d})",
+    }
+
+
+@st.composite
+def variance_docs(draw: Any) -> dict[str, Any]:
+    """A random mean `m = sum(F / n)` and `v = sum((F - m) * (F - m))` over random dims of random
+    float32 inputs, both outputs: the pattern of codegen's online variance."""
+    rank = draw(st.integers(1, 3))
+    shape = [draw(st.integers(1, 6)) for _ in range(rank)]
+    gen = _Gen(draw, shape)
+    docs: dict[str, dict[str, Any]] = {}
+    for i in range(draw(st.integers(1, 2))):
+        b = gen.new_buffer(f"in{i}", list(range(rank)), "float32")
+        gen.bufs.append(b)
+        docs[b.name] = _buffer_doc(b, shape, "input")
+    mean = _reduction(draw, gen, "buf0", "float32", docs, op="sum")
+    n = 1
+    for _, size in mean["reduce"]:
+        n *= size
+    mean["value"] = f"sum(({mean['value'][4:-1]}) / {float(n)})"
+    var = _variance_sum(gen, mean, "buf1", docs)
+    docs["buf0"]["role"] = docs["buf1"]["role"] = "output"
+    return {"format": "fuseopt-graph/1", "name": "variance", "buffers": docs, "nodes": [mean, var]}
+
+
 @st.composite
 def softmax_docs(draw: Any) -> dict[str, Any]:
     """A random `m = max(F)` and `s = sum(exp(F - m))` over random dims of a random float input

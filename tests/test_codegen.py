@@ -465,7 +465,7 @@ buffers:
 nodes:
   - {name: sb, loops: [[i, 6]], reduce: [[r, 20]], store: "s[i]", value: "sum(x[20*i + r] * b[r])"}
   - {name: mn, loops: [[i, 6]], reduce: [[r, 20]], store: "m[i]", value: "sum(x[20*i + r] / 20.0)"}
-  - {name: vr, loops: [[i, 6]], reduce: [[r, 20]], store: "v[i]", value: "sum((x[20*i + r] - m[i]) * (x[20*i + r] - m[i]))"}
+  - {name: vr, loops: [[i, 6]], reduce: [[r, 20]], store: "v[i]", value: "sum(abs(x[20*i + r] - m[i]))"}
   - {name: y2, loops: [[i, 6], [j, 20]], store: "y[20*i + j]", value: "x[20*i + j] * 2.0"}
 """
 
@@ -490,6 +490,7 @@ def test_reductions_that_write_no_point_stream_their_loads(options: CodegenOptio
     assert not any(first in ln for ln in loads(sb) if "b_ptr" in ln)
     (var,) = [k for k in kernels if "triton_" in k and "- tmp" in k and "def triton_" in k]
     # looped (also under SPLIT: a second loop is not split): the mean, then a loop reading x again
+    # (a mean absolute deviation: a variance would run in the mean's loop, `online_variance`)
     assert (first in var) == (options is SMALL)
     assert ("def triton_red_" in var) == (options in (LOOPED, SPLIT))
     (y2,) = [k for k in kernels if "def triton_poi" in k]

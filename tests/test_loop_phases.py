@@ -54,10 +54,19 @@ def test_a_value_that_needs_a_finished_reduction_opens_the_next_loop() -> None:
     """The mean's loop, the variance's (it reads the mean), then the output's (it reads the
     inverse, an epilogue after the variance's loop)."""
     launch = _launch(LAYERNORM)
-    assert online_sums(launch) == {}
     phase, post = phases(launch, {})
     assert phase == {"n0": 0, "n1": 1, "n3": 2}
     assert post == {"n2": 1}
+
+
+def test_an_online_variance_runs_in_its_mean_s_loop() -> None:
+    """The variance of the layer norm above sums in the mean's loop (`online_variance`); the
+    inverse after that loop, the output in the next."""
+    launch = _launch(LAYERNORM)
+    online = online_sums(launch)
+    assert list(online) == ["n1"] and online["n1"][1] == "n0"
+    phase, post = phases(launch, online)
+    assert phase == {"n0": 0, "n1": 0, "n3": 1} and post == {"n2": 0}
 
 
 def test_an_online_sum_runs_in_its_maximum_s_loop() -> None:

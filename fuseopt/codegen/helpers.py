@@ -423,6 +423,17 @@ def _atan2(y, x):
 """,
         ("_atan",),
     ),
+    "_welford_combine": Helper(
+        """\
+@triton.jit
+def _welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
+    # Chan's combination of two (mean, sum of squared deviations, count) of disjoint points.
+    n = n_a + n_b
+    w = tl.where(n == 0.0, 0.0, n_b / n)
+    delta = mean_b - mean_a
+    return mean_a + delta * w, m2_a + m2_b + delta * delta * n_a * w, n
+"""
+    ),
 }
 
 _HELPER_CALL = re.compile(r"(?<![A-Za-z0-9_.])(_[a-z][a-z0-9_]*)\b")

@@ -1,12 +1,13 @@
 """The r loops of a looped reduction, from the kernel IR: which loop each node runs in, and after
 which loop each epilogue runs. A value that needs a finished reduction opens the next loop; a
-sum computed online (`online_softmax`) runs in its max's loop. The emitter prints these loops;
+sum computed online (`online_softmax`, `online_variance`) runs in the loop of what it reads. The emitter prints these loops;
 the cost model (`codegen.cost`) counts what each reads."""
 
 from __future__ import annotations
 
 from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen.online_softmax import online_operand
+from fuseopt.codegen.online_variance import variance_operand
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.ir.expr import Expr
 
@@ -14,11 +15,17 @@ Online = dict[str, tuple[Expr, str]]
 
 
 def online_sums(launch: ComputeLaunch) -> Online:
-    """Sums of `exp(F - max(F))` that run online in the max's loop: each sum's F and its max's
-    node (for a looped reduction; a persistent one has no loops to save)."""
+    """Sums that run online in the loop of the reduction they read (for a looped reduction; a
+    persistent one has no loops to save): each sum of `exp(F - max(F))` with its F and its max's
+    node (`online_softmax`), each sum of `(F - mean(F))**2` with its F and its mean's node
+    (`online_variance`)."""
     produced = launch.producer()
-    found = ((p.node.name, online_operand(p, produced)) for p in launch.placements)
-    return {name: op for name, op in found if op is not None}
+    out: Online = {}
+    for p in launch.placements:
+        op = online_operand(p, produced) or variance_operand(p, produced)
+        if op is not None:
+            out[p.node.name] = op
+    return out
 
 
 def phases(launch: ComputeLaunch, online: Online) -> tuple[dict[str, int], dict[str, int]]:
@@ -43,7 +50,7 @@ def phases(launch: ComputeLaunch, online: Online) -> tuple[dict[str, int], dict[
             sum_of = online.get(p.node.name)
             for d in deps:
                 if sum_of is not None and d.node.name == sum_of[1]:
-                    continue  # an online sum keeps its own maximum: the max's loop
+                    continue  # an online sum keeps its own maximum or mean: that one's loop
                 if d.role == "reduction":
                     k = max(k, phase[d.node.name] + 1)
                 elif d.role == "epilogue":

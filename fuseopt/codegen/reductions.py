@@ -18,7 +18,7 @@ from fuseopt.codegen.schedule import Placement
 from fuseopt.codegen.strategies import LoopedRow, SplitFinish, SplitPartial
 from fuseopt.codegen.values import Val
 from fuseopt.ir.dtypes import DType, compute_dtype
-from fuseopt.ir.expr import Expr, Reduce, loads
+from fuseopt.ir.expr import Binary, Expr, Reduce, loads
 
 
 class ReductionEmitter(ExpressionEmitter):
@@ -63,7 +63,8 @@ class ReductionEmitter(ExpressionEmitter):
             finish(self.combine_partials(p, acc, final))
             return
         if p.node.name in self.online:
-            self.online_sum(p, self.online[p.node.name][0], acc, whole)
+            f = self.online[p.node.name][0]
+            (self.online_variance if _squares(red) else self.online_sum)(p, f, acc, whole)
             return
         if p.node.name in self.online_max:  # its online sum's running maximum gives it
             self.online_max[p.node.name] = whole
@@ -137,17 +138,20 @@ class ReductionEmitter(ExpressionEmitter):
 
     @functools.cached_property
     def online(self) -> dict[str, tuple[Expr, str]]:
-        """Looped sums of `exp(F - max(F))` computed online, in the max's loop (`online_softmax`):
-        each sum's F and its max's node."""
+        """Looped sums computed online in the loop of what they read: of `exp(F - max(F))`, in the
+        max's (`online_softmax`), of `(F - mean(F))**2`, in the mean's (`online_variance`): each
+        sum's F and its max's or mean's node."""
         return online_sums(self.launch) if isinstance(self.strategy, LoopedRow) else {}
 
     @functools.cached_property
     def online_max(self) -> dict[str, Callable[[Val], None] | None]:
         """The max nodes whose result the first online sum over them gives (from its running
-        maximum, one accumulator for both): their finishing step, once the max is reached."""
+        maximum, one accumulator for both): their finishing step, once the max is reached. A
+        mean is summed as any sum, in the same loop as its online variance."""
         out: dict[str, Callable[[Val], None] | None] = {}
-        for _, mx in self.online.values():
-            out.setdefault(mx, None)
+        for p in self.launch.placements:
+            if p.node.name in self.online and not _squares(p.node.value):
+                out.setdefault(self.online[p.node.name][1], None)
         return out
 
     def online_sum(self, p: Placement, f: Expr, acc: DType, finish: Callable[[Val], None]) -> None:
@@ -179,6 +183,37 @@ class ReductionEmitter(ExpressionEmitter):
             if gives is not None:
                 gives(Val(mx, acc, ("x",), 0, (mx,)))
             finish(self.emit(f"tl.sum({s}, 1)[:, None]", [replace(sv, level=0)], acc, axes=("x",)))
+
+        self.pending.append(fin)
+
+    def online_variance(self, p: Placement, f: Expr, acc: DType, finish: Callable[[Val], None]) -> None:
+        """`sum((F - mean(F))**2)` in the mean's loop: each lane's count, mean and sum of squared
+        deviations by Welford's updates, combined across the lanes after the loop (Chan's
+        formula, `_welford_combine`) into the row's sum of squared deviations."""
+        v = self.materialize(self.coerce(self.value(f, self.ctxs[p.node.name], ()), acc), acc)
+        full = ("x", "r0_")
+        names = [self.fresh("_acc") for _ in range(3)]
+        for n in names:
+            self.define(f"{n} = tl.full([XBLOCK, R0_BLOCK], 0.0, {TL_DTYPE[acc]})", n, [])
+        # Loop-carried: level 1 inside the loop (what reads them is not hoisted out of it).
+        mean, m2, count = (Val(n, acc, full, 1, (n,)) for n in names)
+        count1 = self.emit(f"{count.text} + 1.0", [count], acc)
+        delta = self.emit(f"{v.text} - {mean.text}", [v, mean], acc)
+        mean1 = self.emit(f"{mean.text} + {delta.text} / {count1.text}", [mean, delta, count1], acc)
+        m21 = self.emit(f"{m2.text} + {delta.text} * ({v.text} - {mean1.text})", [m2, delta, v, mean1], acc)
+        r0 = self.mask_val.get("r0_")
+        for old, new in ((mean, mean1), (m2, m21), (count, count1)):
+            if r0 is None:
+                self.effect(f"{old.text} = {new.text}", [old, new], 1)
+            else:
+                self.effect(f"{old.text} = tl.where(r0_mask, {new.text}, {old.text})", [old, new, r0], 1)
+
+        def fin() -> None:  # after the loop
+            row = [self.fresh("_acc") for _ in range(3)]
+            after = [replace(x, level=0) for x in (mean, m2, count)]
+            self.effect(f"{', '.join(row)} = tl.reduce(({', '.join(names)}), 1, _welford_combine)", after, 0)
+            m2v = Val(row[1], acc, ("x",), 0, (row[1],))
+            finish(self.emit(f"{m2v.text}[:, None]", [m2v], acc, axes=("x",)))
 
         self.pending.append(fin)
 
@@ -299,3 +334,8 @@ class ReductionEmitter(ExpressionEmitter):
         mask = f", {' & '.join(m.text for m in masks)}" if masks else ""
         self.effect(f"tl.store({addr}, {sv.text}{mask})", [idx, sv, *masks])
         self.stored[node.output] = None
+
+
+def _squares(red: Expr) -> bool:
+    """Whether an online sum is `online_variance`'s (of a square), not `online_softmax`'s."""
+    return isinstance(red, Reduce) and isinstance(red.x, Binary) and red.x.op == "mul"
