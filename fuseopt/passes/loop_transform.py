@@ -426,11 +426,11 @@ def simplify_indices(node: ComputeNode) -> ComputeNode:
     ranges = {lv.name: lv.size for lv in (*node.loops, *node.reduce)}
 
     def fewer(e: Expr) -> Expr:
-        before = _divmods(e)
+        before = _nonlinear_ops(e)
         if not before or any(isinstance(n, Load) for n in walk(e)):
             return e
         out = simplify(e, ranges)
-        return out if _divmods(out) < before else e
+        return out if _nonlinear_ops(out) < before else e
 
     store = _map_indices(node.store, fewer)
     value = _map_indices(node.value, fewer)
@@ -449,7 +449,7 @@ def simplify_graph(graph: Graph) -> Graph:
     return graph.replace(nodes=nodes)
 
 
-def _divmods(e: Expr) -> int:
+def _nonlinear_ops(e: Expr) -> int:
     """The floor divisions, modulos and clamps (min, max) of an index: what `simplify` takes out."""
     return sum(isinstance(n, Binary) and n.op in ("floordiv", "mod", "minimum", "maximum") for n in walk(e))
 
