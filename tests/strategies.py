@@ -146,6 +146,27 @@ def check(
     return src
 
 
+def planned_source(graph: Graph, options: CodegenOptions) -> str:
+    """The module of the graph as planned, which must be one kernel."""
+    from fuseopt.passes.pipeline import optimize
+
+    stage = optimize(graph)
+    assert len(stage.plan.kernels) == 1
+    return emit_module(stage.graph, stage.plan, options=options)
+
+
+def check_on(graph: Graph, src: str, inputs: dict[str, torch.Tensor]) -> None:
+    """`src` run on the given inputs (edge values: NaN, infinities) against the interpreter."""
+    from fuseopt.interp import run_graph
+    from fuseopt.runtime.compare import check_outputs
+    from fuseopt.runtime.module import run_module
+
+    expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()})
+    got = run_module(src, {k: v.clone() for k, v in inputs.items()}, poison=True)
+    bad = [c.message() for c in check_outputs(graph, got, expected) if not c.ok]
+    assert not bad, bad
+
+
 def graph(text: str, name: str = "test.yaml") -> Graph:
     return load_text(text, name)
 

@@ -9,16 +9,14 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from fuseopt.codegen import CodegenOptions, emit_module
+from fuseopt.codegen import CodegenOptions
 from fuseopt.codegen.online_variance import variance_operand
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
-from fuseopt.interp import make_inputs, run_graph
+from fuseopt.interp import make_inputs
 from fuseopt.io.load import load_text
 from fuseopt.passes.pipeline import optimize
-from fuseopt.runtime.compare import check_outputs
-from fuseopt.runtime.module import run_module
 from tests.strategies import LOOPED as SMALL_LOOPED
-from tests.strategies import check, doc_graph, variance_docs
+from tests.strategies import check, check_on, doc_graph, planned_source, variance_docs
 from tests.sweeps import examples
 
 # R0_BLOCK 16 and no split: rows of 37 take a looped kernel, three blocks, the last masked.
@@ -56,16 +54,10 @@ def _graph(
 
 
 def _source(graph, options: CodegenOptions = LOOPED) -> str:
-    stage = optimize(graph)
-    assert len(stage.plan.kernels) == 1
-    return emit_module(stage.graph, stage.plan, options=options)
+    return planned_source(graph, options)
 
 
-def _check(graph, src: str, inputs: dict[str, torch.Tensor]) -> None:
-    expected = run_graph(graph, {k: v.clone() for k, v in inputs.items()})
-    got = run_module(src, {k: v.clone() for k, v in inputs.items()}, poison=True)
-    bad = [c.message() for c in check_outputs(graph, got, expected) if not c.ok]
-    assert not bad, bad
+_check = check_on
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])

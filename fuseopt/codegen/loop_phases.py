@@ -1,7 +1,7 @@
 """The r loops of a looped reduction, from the kernel IR: which loop each node runs in, and after
 which loop each epilogue runs. A value that needs a finished reduction opens the next loop; a
-sum computed online (`online_softmax`, `online_variance`) runs in the loop of what it reads. The emitter prints these loops;
-the cost model (`codegen.cost`) counts what each reads."""
+sum computed online (`online_softmax`, `online_variance`) runs in the loop of what it reads.
+The emitter prints these loops; the cost model (`codegen.cost`) counts what each reads."""
 
 from __future__ import annotations
 

@@ -13,12 +13,13 @@ where the reference's exp(inf - inf) does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from fuseopt.codegen.schedule import Placement
 from fuseopt.ir.dtypes import DType, compute_dtype
 from fuseopt.ir.expr import Binary, Expr, Load, Reduce, Unary, Var, transform
+from fuseopt.ir.graph import ComputeNode
 
 
 def online_operand(p: Placement, produced: Mapping[str, Placement]) -> tuple[Expr, str] | None:
@@ -38,9 +39,20 @@ def online_operand(p: Placement, produced: Mapping[str, Placement]) -> tuple[Exp
     other = src.node
     if src.role != "reduction" or not isinstance(other.value, Reduce) or other.value.op != "max":
         return None
-    mine = (*p.node.loops, *p.node.reduce)
+    rename = same_row(p.node, other)
+    if rename is None or rename(other.value.x) != f or rename(other.store.index) != m.index:
+        return None
+    if not _exact(f.dtype, m.dtype) or not (red.dtype == e.x.dtype == m.dtype):
+        return None
+    return f, other.name
+
+
+def same_row(node: ComputeNode, other: ComputeNode) -> Callable[[Expr], Expr] | None:
+    """Where `other` runs over the same loops and reduction as `node` (sizes in order), what
+    renames its loop variables to `node`'s; None otherwise."""
+    mine = (*node.loops, *node.reduce)
     theirs = (*other.loops, *other.reduce)
-    if len(mine) != len(theirs) or len(p.node.reduce) != len(other.reduce):
+    if len(mine) != len(theirs) or len(node.reduce) != len(other.reduce):
         return None
     if any(a.size != b.size for a, b in zip(mine, theirs, strict=True)):
         return None
@@ -51,11 +63,7 @@ def online_operand(p: Placement, produced: Mapping[str, Placement]) -> tuple[Exp
             e, lambda n: replace(n, name=names.get(n.name, n.name)) if isinstance(n, Var) else None
         )
 
-    if rename(other.value.x) != f or rename(other.store.index) != m.index:
-        return None
-    if not _exact(f.dtype, m.dtype) or not (red.dtype == e.x.dtype == m.dtype):
-        return None
-    return f, other.name
+    return rename
 
 
 def _exact(f: DType | None, m: DType | None) -> bool:

@@ -15,11 +15,11 @@ row holding one infinity).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
+from fuseopt.codegen.online_softmax import same_row
 from fuseopt.codegen.schedule import Placement
 from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Binary, Const, Expr, Load, Reduce, Var, transform
+from fuseopt.ir.expr import Binary, Const, Expr, Load, Reduce
 
 
 def variance_operand(p: Placement, produced: Mapping[str, Placement]) -> tuple[Expr, str] | None:
@@ -43,21 +43,9 @@ def variance_operand(p: Placement, produced: Mapping[str, Placement]) -> tuple[E
         return None
     if not (isinstance(mean.x, Binary) and mean.x.op == "truediv" and isinstance(mean.x.b, Const)):
         return None
-    mine = (*p.node.loops, *p.node.reduce)
-    theirs = (*other.loops, *other.reduce)
-    if len(mine) != len(theirs) or len(p.node.reduce) != len(other.reduce):
+    rename = same_row(p.node, other)
+    if rename is None or mean.x.b.value != p.node.rnumel:
         return None
-    if any(a.size != b.size for a, b in zip(mine, theirs, strict=True)):
-        return None
-    if mean.x.b.value != p.node.rnumel:
-        return None
-    names = {b.name: a.name for a, b in zip(mine, theirs, strict=True)}
-
-    def rename(e: Expr) -> Expr:
-        return transform(
-            e, lambda n: replace(n, name=names.get(n.name, n.name)) if isinstance(n, Var) else None
-        )
-
     if rename(mean.x.a) != f or rename(other.store.index) != m.index:
         return None
     if not all(t == DType.float32 for t in (f.dtype, m.dtype, red.dtype, mean.dtype, sq.dtype)):
