@@ -410,16 +410,18 @@ def _softmax_sum(gen: _Gen, mx: dict[str, Any], name: str, docs: dict[str, dict[
 
 
 def _variance_sum(
-    gen: _Gen, mean: dict[str, Any], name: str, docs: dict[str, dict[str, Any]]
+    gen: _Gen, mean: dict[str, Any], name: str, docs: dict[str, dict[str, Any]], n: int | None
 ) -> dict[str, Any]:
-    """`sum((F - m) * (F - m))` over the loops of the reduction `m = sum(F / n)` (node `mean`)."""
+    """`sum((F - m) * (F - m))` over the loops of the reduction `m = sum(F / n)` (node `mean`),
+    or of `t = sum(F)` with `m = t / n` (n given)."""
     m = gen.bufs[-1]
     loops = {int(v[1:]): v for v, _ in mean["loops"]}
     out = gen.new_buffer(name, m.dims, "float32")
     gen.bufs.append(out)
     docs[name] = _buffer_doc(out, gen.shape, "intermediate")
-    f = mean["value"][len("sum((") : mean["value"].rindex(") / ")]
-    d = f"({f} - {m.load(loops)})"
+    v = mean["value"]
+    f = v[len("sum((") : v.rindex(") / ")] if n is None else v[len("sum((") : -len("))")]
+    d = f"({f} - {m.load(loops)})" if n is None else f"({f} - {m.load(loops)} / {n})"
     return {
         "name": f"n{name[3:]}",
         "loops": mean["loops"],
@@ -445,8 +447,10 @@ def variance_docs(draw: Any) -> dict[str, Any]:
     n = 1
     for _, size in mean["reduce"]:
         n *= size
-    mean["value"] = f"sum(({mean['value'][4:-1]}) / {float(n)})"
-    var = _variance_sum(gen, mean, "buf1", docs)
+    body = mean["value"][4:-1]
+    after = draw(st.booleans())  # sum(F) read as `total / n`, else sum(F / n)
+    mean["value"] = f"sum(({body}) / {float(n)})" if not after else f"sum(({body}))"
+    var = _variance_sum(gen, mean, "buf1", docs, n if after else None)
     docs["buf0"]["role"] = docs["buf1"]["role"] = "output"
     return {"format": "fuseopt-graph/1", "name": "variance", "buffers": docs, "nodes": [mean, var]}
 

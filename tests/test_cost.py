@@ -139,6 +139,20 @@ def test_registers_grow_with_points_a_thread_and_accumulators() -> None:
     assert registers_of(looped, CodegenOptions()) == base + 2 * per_thread  # its values and one accumulator
 
 
+def test_an_online_variance_keeps_three_accumulators_a_lane() -> None:
+    """A looped layer norm's mean and variance: the mean's sum one accumulator, the variance's
+    Welford form three (count, mean, sum of squared deviations); a persistent tile none."""
+    from fuseopt.codegen.loop_phases import online_sums
+
+    graph, looped = _forced("layernorm_t_full", "looped_row")
+    assert any(name for name in online_sums(looped.launch))
+    per_thread = (
+        looped.config.block("XBLOCK") * looped.config.block("R0_BLOCK") // (32 * looped.config.num_warps)
+    )
+    base = H200.tuning.cost_base_registers
+    assert registers_of(looped, CodegenOptions()) == base + per_thread * (1 + 1 + 3)
+
+
 def test_spilled_registers_move_through_memory() -> None:
     graph, tiling = _forced("layernorm_t_full", "persistent_row")
     huge = dataclasses.replace(tiling, config=dataclasses.replace(tiling.config, num_warps=1))

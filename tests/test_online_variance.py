@@ -70,6 +70,28 @@ def test_online_variance_matches_the_reference(dtype: str) -> None:
     _check(graph, src, make_inputs(graph, seed=3))
 
 
+def test_a_mean_divided_after_its_sum_is_the_same_mean() -> None:
+    """`sum(F)` then `(F - total[i] / n)`: the mean spelled after its sum (a hand-written layer
+    norm) takes the online form as `sum(F / n)` does."""
+    text = """
+format: fuseopt-graph/1
+name: var_after
+buffers:
+  x: {shape: [6, 37], dtype: float32, role: input}
+  t: {shape: [6], dtype: float32, role: output}
+  v: {shape: [6], dtype: float32, role: output}
+nodes:
+  - {name: tot, loops: [[i, 6]], reduce: [[r, 37]], store: "t[i]", value: "sum(x[37*i + r])"}
+  - {name: var, loops: [[i, 6]], reduce: [[k, 37]], store: "v[i]", value: "sum((x[37*i + k] - t[i] / 37) * (x[37*i + k] - t[i] / 37))"}
+"""
+    graph = load_text(text, "var_after.yaml")
+    src = _source(graph)
+    assert src.count("for r0_offset in range(") == 1 and "_welford_combine" in src
+    _check(graph, src, make_inputs(graph, seed=7))
+    wrong = load_text(text.replace("t[i] / 37)", "t[i] / 36)"), "var_after.yaml")
+    assert "_welford_combine" not in _source(wrong)
+
+
 def test_rows_far_from_zero_keep_their_precision() -> None:
     """Rows of 1000 + N(0, 1): Welford's sum of squared deviations, not sum(x*x) - n*m*m (which
     cancels to noise in float32); one row with a NaN (NaN), one with an infinity (the mean

@@ -36,6 +36,7 @@ from fuseopt.codegen.common import cdiv, prod
 from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.launch_counts import launch_accesses
 from fuseopt.codegen.loop_phases import online_sums, phases
+from fuseopt.codegen.online_variance import is_variance_sum
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, digits_of
 from fuseopt.codegen.strategies import (
@@ -149,14 +150,19 @@ def registers_of(tiling: Tiling, options: CodegenOptions) -> int:
     per_thread = cdiv(tile, cfg.num_warps * options.gpu.warp_size)
     looped = work_of(tiling.strategy, tiling.launch, cfg, 1).accumulates
     placements = tiling.launch.placements
-    accumulators = sum(_accumulators(p.node.value) for p in placements if p.role == "reduction")
+    online = online_sums(tiling.launch) if isinstance(tiling.strategy, LoopedRow) else {}
+    accumulators = sum(
+        _accumulators(p.node.value, p.node.name in online) for p in placements if p.role == "reduction"
+    )
     return options.tuning.cost_base_registers + per_thread * (1 + (accumulators if looped else 0))
 
 
-def _accumulators(value: object) -> int:
+def _accumulators(value: Expr, online: bool) -> int:
+    """A reduction's accumulators a lane: three for an online variance (`online_variance`), one
+    otherwise (an online softmax's running maximum is a row's, [XBLOCK, 1])."""
     if not isinstance(value, Reduce):
         return 0
-    return 3 if value.op.startswith("welford") else 1
+    return 3 if online and is_variance_sum(value) else 1
 
 
 def _passes(launch: ComputeLaunch, s: Strategy) -> dict[str, int]:

@@ -13,12 +13,13 @@ from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError
 from fuseopt.codegen.emitter import literal_text
 from fuseopt.codegen.expressions import ExpressionEmitter
 from fuseopt.codegen.loop_phases import online_sums, phases
+from fuseopt.codegen.online_variance import is_variance_sum
 from fuseopt.codegen.rules import reduction_rule
 from fuseopt.codegen.schedule import Placement
 from fuseopt.codegen.strategies import LoopedRow, SplitFinish, SplitPartial
 from fuseopt.codegen.values import Val
 from fuseopt.ir.dtypes import DType, compute_dtype
-from fuseopt.ir.expr import Binary, Expr, Reduce, loads
+from fuseopt.ir.expr import Expr, Reduce, loads
 
 
 class ReductionEmitter(ExpressionEmitter):
@@ -64,7 +65,7 @@ class ReductionEmitter(ExpressionEmitter):
             return
         if p.node.name in self.online:
             f = self.online[p.node.name][0]
-            (self.online_variance if _squares(red) else self.online_sum)(p, f, acc, whole)
+            (self.online_variance if is_variance_sum(red) else self.online_sum)(p, f, acc, whole)
             return
         if p.node.name in self.online_max:  # its online sum's running maximum gives it
             self.online_max[p.node.name] = whole
@@ -150,7 +151,7 @@ class ReductionEmitter(ExpressionEmitter):
         mean is summed as any sum, in the same loop as its online variance."""
         out: dict[str, Callable[[Val], None] | None] = {}
         for p in self.launch.placements:
-            if p.node.name in self.online and not _squares(p.node.value):
+            if p.node.name in self.online and not is_variance_sum(p.node.value):
                 out.setdefault(self.online[p.node.name][1], None)
         return out
 
@@ -334,8 +335,3 @@ class ReductionEmitter(ExpressionEmitter):
         mask = f", {' & '.join(m.text for m in masks)}" if masks else ""
         self.effect(f"tl.store({addr}, {sv.text}{mask})", [idx, sv, *masks])
         self.stored[node.output] = None
-
-
-def _squares(red: Expr) -> bool:
-    """Whether an online sum is `online_variance`'s (of a square), not `online_softmax`'s."""
-    return isinstance(red, Reduce) and isinstance(red.x, Binary) and red.x.op == "mul"
