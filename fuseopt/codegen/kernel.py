@@ -273,6 +273,9 @@ class KernelEmitter(RegisterWindowEmitter):
                 f"{name} {us:.1f}" + (" (taken)" if taken else "") for name, us, taken in t.weighed
             )
             out.append(f"#   cost model, estimated us: {ranked}")
+        if t.fission:
+            apart, fused = t.fission
+            out.append(f"#   its r loops apart (fission): estimated {apart:.1f} us, fused {fused:.1f}")
         finish = isinstance(t.strategy, SplitFinish)
         elsewhere = ("epilogue",) if isinstance(t.strategy, SplitPartial) else ("inner",) if finish else ()
         for p in launch.placements:

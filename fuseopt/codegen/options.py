@@ -61,6 +61,10 @@ class CodegenOptions:
     # cut along r into chunks reduced by a partial kernel and finished by a second kernel. None:
     # the target's split_programs_per_multiprocessor x multiprocessors; 0: never.
     split_programs: int | None = None
+    # Loop fission (codegen.fission): a looped reduction's r loops as launches of their own.
+    # None: where the cost model says that is faster; True: wherever a looped reduction has
+    # loops to take apart; False: never.
+    fission: bool | None = None
     persistent_rnumel: int | None = None
     max_xblock: int | None = None
     max_yblock: int | None = None

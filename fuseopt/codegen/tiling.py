@@ -39,6 +39,9 @@ class Tiling:
     # The strategies the cost model weighed for this launch: (name, estimated us, taken), in the
     # table's order; empty where one applied or one was forced (the kernel's header prints them).
     weighed: tuple[tuple[str, float, bool], ...] = ()
+    # On the first kernel of a launch whose r loops the cost model took apart (`codegen.fission`):
+    # the estimated us of the loops apart and of the launch fused.
+    fission: tuple[float, float] | None = None
 
     @property
     def configs(self) -> tuple[LaunchConfig, ...]:

@@ -17,6 +17,7 @@ from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
 from fuseopt.codegen.choice import choose
 from fuseopt.codegen.common import TORCH_DTYPE
 from fuseopt.codegen.emitter import EmittedKernel, kernel_name
+from fuseopt.codegen.fission import fission
 from fuseopt.codegen.helpers import HELPERS, INTERPRETED_PREAMBLE, helper_closure, helpers_used
 from fuseopt.codegen.kernel import KernelEmitter
 from fuseopt.codegen.layout import truncate_comment, wrap
@@ -180,12 +181,14 @@ def build_module(
         if not group:
             body.append(f"# {kernel}: {nodes}: nothing to run (no output is read or returned)")
             continue
-        first_part = group[0].tiling.strategy
-        split = first_part.chunks if isinstance(first_part, SplitPartial) else 0
-        note = f" (split reduction: {split} chunks of r, then their combination)" if split else ""
-        body.append(f"# {kernel}: {nodes}{note}")
+        body.append(f"# {kernel}: {nodes}{_group_note(group)}")
         for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
             body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
+        own = set(schedule.materialised)
+        for passed in dict.fromkeys(s for k in group for s in k.tiling.launch.stores if s not in own):
+            info = graph.buffer(passed)  # a result one loop apart passes to a later one (`fission`)
+            body.append(f"{names[passed]} = _empty({info.storage_size}, {TORCH_DTYPE[info.dtype]}, device)")
+        split = any(isinstance(k.tiling.strategy, SplitPartial) for k in group)
         if split and not pdl_known:  # decided once, before the first split's launches
             body.append("pdl = _pdl(device)")
             pdl_known = True
@@ -243,6 +246,17 @@ def build_module(
     return check_module(text.replace("\n\n\n\n", "\n\n\n"))
 
 
+def _group_note(group: list[EmittedKernel]) -> str:
+    """What the comment above a launch's kernels says of their shape: its loops apart, a split."""
+    parts = {id(k.tiling.launch): k.tiling.launch for k in group}
+    splits = [k.tiling.strategy.chunks for k in group if isinstance(k.tiling.strategy, SplitPartial)]
+    chunks = ", ".join(str(c) for c in splits)
+    split = f"split reduction: {chunks} chunks of r, then their combination" if splits else ""
+    if len(parts) > 1:
+        return f" (its {len(parts)} r loops apart" + (f"; {split})" if split else ")")
+    return f" ({split})" if split else ""
+
+
 # A launch's Triton kernels' tilings (none, one, or a split's two) and what a sliding window carries.
 LaunchTilings = tuple[tuple[Tiling, ...], dict[Key, Key]]
 
@@ -254,14 +268,22 @@ def launch_tilings(
     forced: Mapping[int, tuple[Tiling, dict[Key, Key]]] | None = None,
 ) -> list[LaunchTilings]:
     """Per launch of the schedule, the tilings of its Triton kernels (a split reduction's two,
-    none for a library call or a launch that stores nothing) and what a sliding window carries
-    from row to row; `forced`, by launch index, instead of `choice.choose`'s."""
+    a looped reduction's loops apart (`fission`), none for a library call or a launch that
+    stores nothing) and what a sliding window carries from row to row; `forced`, by launch
+    index, instead of `choice.choose`'s (and of fission)."""
     out: list[LaunchTilings] = []
     for index, launch in enumerate(schedule.launches):
         if not isinstance(launch, ComputeLaunch) or not launch.stores:
             out.append(((), {}))
             continue
-        first, carry = forced[index] if forced and index in forced else choose(graph, launch, options)
+        if forced and index in forced:
+            first, carry = forced[index]
+        else:
+            first, carry = choose(graph, launch, options)
+            apart = fission(graph, launch, first, options)
+            if apart is not None:
+                out.append((apart, carry))
+                continue
         split = isinstance(first.strategy, SplitPartial)
         out.append(((first, finish_tiling(first, options)) if split else (first,), carry))
     return out

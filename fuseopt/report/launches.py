@@ -51,6 +51,7 @@ def launches_json(
             kernels.append(_kernel(graph, tiling, kernel_name(tiling, position), options))
             position += 1
         weighed = tilings_of[0].weighed if tilings_of else ()
+        apart = tilings_of[0].fission if tilings_of else None
         rows.append(
             {
                 "plan_kernel": launch.plan_kernel,
@@ -62,6 +63,7 @@ def launches_json(
                 "weighed": [
                     {"strategy": s, "estimated_us": round(us, 3), "taken": t} for s, us, t in weighed
                 ],
+                "fission": None if apart is None else {"apart_us": apart[0], "fused_us": apart[1]},
             }
         )
     return {
