@@ -197,3 +197,27 @@ def test_random_graphs_apart(doc: dict[str, object]) -> None:
     stage = optimize(g)
     if "r loops apart" in emit_module(stage.graph, stage.plan, options=FISSION):
         check(stage.graph, stage.plan, FISSION)
+
+
+def test_optimize_and_bench_take_the_fission_they_are_given(tmp_path: Path) -> None:
+    """`fuseopt optimize --fission auto|on|off`: the cost model's loops apart (two splits and a
+    pointwise launch), the same forced, one fused kernel; `bench_graph` records its choice."""
+    from click.testing import CliRunner
+
+    from fuseopt.bench.harness import bench_graph
+    from fuseopt.cli.main import cli
+    from fuseopt.ir.serialize import dump_json
+
+    path = tmp_path / "bn.json"
+    path.write_text(dump_json(_batchnorm(32, 64, 3136)), encoding="utf-8")
+    kernels = {}
+    for mode in ("auto", "on", "off"):
+        out = tmp_path / mode
+        res = CliRunner().invoke(cli, ["optimize", str(path), "-o", str(out), "--fission", mode])
+        assert res.exit_code == 0, res.output
+        kernels[mode] = (out / "kernels.py").read_text(encoding="utf-8").count("\ndef triton_")
+    assert kernels == {"auto": 5, "on": 5, "off": 1}
+    res = CliRunner().invoke(cli, ["optimize", str(path), "--fission", "sometimes"])
+    assert res.exit_code == 2 and "sometimes" in res.output
+    small = bench_graph(_batchnorm(2, 3, 8), interpret=True, with_compile=False, fission=False)
+    assert small["ok"] and small["fission"] is False

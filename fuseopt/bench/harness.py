@@ -143,6 +143,7 @@ def bench_graph(
     with_unfused: bool = True,
     target: Target | None = None,
     strategy: str | None = None,
+    fission: bool | None = None,
 ) -> dict[str, Any]:
     """Check, then time, every variant of one graph. With `interpret`, correctness only (CPU).
 
@@ -156,7 +157,8 @@ def bench_graph(
     model at its real size may need more). `with_unfused=False` leaves out the unfused plan (a whole
     model's hundreds of kernels compile twice otherwise). The kernels are generated for `target`;
     None: the GPU they run on (`fuseopt.targets.from_properties`), the default target on the CPU;
-    with `strategy` (`CodegenOptions.strategy`) taken wherever it applies."""
+    with `strategy` (`CodegenOptions.strategy`) taken wherever it applies and `fission` as
+    `CodegenOptions.fission`."""
     from fuseopt.codegen import CodegenOptions, emit_module
     from fuseopt.interp import make_inputs, run_graph
     from fuseopt.report.launches import module_and_launches
@@ -174,7 +176,7 @@ def bench_graph(
                 if dev.type == "cuda"
                 else DEFAULT
             )
-        codegen = CodegenOptions(target=target, strategy=strategy)
+        codegen = CodegenOptions(target=target, strategy=strategy, fission=fission)
         stage = optimize(graph, options or Options())
         unfused = initial_stage(graph)
         estimates: dict[str, float] = {}  # fuseopt's kernels' cost estimates, once generated
@@ -307,6 +309,7 @@ def bench_graph(
             "plan_bytes": stage.plan.metrics["bytes"],
             "target": codegen.gpu.name,
             "strategy": strategy,
+            "fission": fission,
             "multiprocessors": codegen.gpu.multiprocessors,
             "library_precision": "float32 (TF32 off)" if dev.type == "cuda" else "float32",
             "variants": [r.to_json() for r in results],

@@ -12,7 +12,7 @@ from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.located import located
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import limit_options, options_from, planning_options, strategy_option
+from fuseopt.cli.options import FISSION, limit_options, options_from, planning_options, strategy_option
 from fuseopt.cli.output import write_outputs
 from fuseopt.errors import EXIT_CHECK_FAILED, FuseoptError, InputError, NoGPUError
 from fuseopt.targets import names
@@ -77,6 +77,7 @@ def bench_cmd(
     kernels_top: int,
     target: str | None,
     strategy: str | None,
+    fission: str,
     fmt: str,
     max_memory: int,
     max_points: int,
@@ -173,6 +174,7 @@ def bench_cmd(
                 kernels_top=kernels_top,
                 target=chosen,
                 strategy=strategy,
+                fission=FISSION[fission],
                 limits=limits,
             )
             res["baseline"] = "rendered" if source_of is None else "source"

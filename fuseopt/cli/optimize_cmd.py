@@ -15,7 +15,7 @@ from fuseopt.aot.render import progress
 from fuseopt.cli.commands import SUMMARIES
 from fuseopt.cli.console import dump_json, shown, stderr, stdout
 from fuseopt.cli.main import cli
-from fuseopt.cli.options import graph_options, planning_options, strategy_option
+from fuseopt.cli.options import FISSION, graph_options, planning_options, strategy_option
 from fuseopt.cli.output import write_files
 from fuseopt.io.load import load_graph
 from fuseopt.ir.graph import Graph
@@ -34,10 +34,12 @@ def emit_kernels(
     multiprocessors: int | None = None,
     target: str = DEFAULT.name,
     strategy: str | None = None,
+    fission: bool | None = None,
 ) -> dict[str, str]:
     """kernels.py (Triton source for the plan) and launches.json (what each launch runs, and
     why: `fuseopt.report.launches`), generated for the target called `target` (its
-    multiprocessors overridden where given; `strategy` taken wherever it applies); nothing when
+    multiprocessors overridden where given; `strategy` taken wherever it applies; `fission`:
+    `CodegenOptions.fission`); nothing when
     code generation is not available in this build."""
     try:
         from fuseopt.codegen.tiling import CodegenOptions
@@ -45,7 +47,11 @@ def emit_kernels(
     except ImportError:
         return {}
     options = CodegenOptions(
-        target=get(target), multiprocessors=multiprocessors, strategy=strategy, autotune=autotune
+        target=get(target),
+        multiprocessors=multiprocessors,
+        strategy=strategy,
+        fission=fission,
+        autotune=autotune,
     )
     source, launches = module_and_launches(graph, plan, options)
     return {"kernels.py": source, "launches.json": dump_json(launches)}
@@ -123,6 +129,7 @@ def optimize_cmd(
     target: str,
     multiprocessors: int | None,
     strategy: str | None,
+    fission: str,
     check: bool,
     skip: tuple[str, ...],
     html_path: str | None,
@@ -162,7 +169,9 @@ def optimize_cmd(
         outputs = {"plan.json": plan_json}
         if emitting:
             step(f"generating Triton for {len(stage.plan.kernels)} kernels")
-            outputs |= emit_kernels(stage.graph, stage.plan, autotune, multiprocessors, target, strategy)
+            outputs |= emit_kernels(
+                stage.graph, stage.plan, autotune, multiprocessors, target, strategy, FISSION[fission]
+            )
         files: dict[str, str] = {}
         if out_dir is not None:
             files.update({os.path.join(out_dir, name): text for name, text in outputs.items()})

@@ -21,7 +21,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def strategy_option(fn: F) -> F:
-    """`--strategy NAME` (`CodegenOptions.strategy`), as `optimize` and `bench` take it."""
+    """`--strategy NAME` (`CodegenOptions.strategy`) and `--fission auto|on|off`
+    (`CodegenOptions.fission`), as `optimize` and `bench` take them."""
+    fn = click.option(
+        "--fission",
+        type=click.Choice(["auto", "on", "off"]),
+        default="auto",
+        show_default=True,
+        help="Run a looped reduction's r loops as launches of their own: where the cost model says "
+        "that is faster (auto), wherever they come apart (on), or never (off).",
+    )(fn)
     return click.option(
         "--strategy",
         type=click.Choice(STRATEGY_NAMES),
@@ -29,6 +38,9 @@ def strategy_option(fn: F) -> F:
         help="Take this kernel strategy wherever it applies, instead of the one the cost model says is "
         "fastest (to compare kernel shapes: docs/ARCHITECTURE.md, Kernel shapes).",
     )(fn)
+
+
+FISSION = {"auto": None, "on": True, "off": False}  # --fission -> CodegenOptions.fission
 
 
 class SizeParam(click.ParamType):
