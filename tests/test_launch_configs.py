@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuseopt.codegen.common import cdiv, next_power_of_2
-from fuseopt.codegen.launch_configs import finish_config
+from fuseopt.codegen.launch_configs import finish_config, register_limit, thread_registers
+from fuseopt.codegen.loop_phases import accumulators, online_sums
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import TABLE, LoopedRow, PersistentRow, SplitPartial
@@ -60,6 +61,12 @@ def check_config(
 def check_planned(graph: Graph, planned_: Planned[object], o: CodegenOptions) -> None:
     launch, s = planned_.launch, planned_.strategy
     persistent = isinstance(s, PersistentRow)
+    if isinstance(s, LoopedRow):  # its values and accumulators fit a thread's registers
+        c = planned_.config
+        held = accumulators(launch, online_sums(launch))
+        xb, rb = c.block("XBLOCK"), c.block("R0_BLOCK")
+        fits = thread_registers(xb * rb, c.num_warps, held, o) <= register_limit(c.num_warps, o)
+        assert fits or rb <= o.tuning.looped_min_r0_block, (c, held)
     assert planned_.candidates[0] == planned_.config  # the default first
     assert len(set(planned_.candidates)) == len(planned_.candidates)
     assert planned_.config in planned_.candidates
@@ -152,3 +159,33 @@ def test_split_chunks_for_every_row_length() -> None:
                 assert aligned, (r, stride, s)
                 uneven += 1
     assert uneven > 300
+
+
+def test_a_widened_tile_of_many_accumulators_fits_the_registers() -> None:
+    """A BatchNorm's statistics as Inductor splits them on a GPU (512 rows: 4 chunks of each of 128
+    channels, captured on an H100): too few rows, so the looped tile widens R0_BLOCK for bytes in
+    flight, on 16 warps, but holds five accumulators a point (two sums and an online variance's
+    three). 8 x 4096 points needed 408 registers a thread of the 128 a 16-warp program gets (ptxas
+    put 2928 bytes a thread on the stack; on an H100 the kernel ran 245 us against torch.compile's
+    24): R0_BLOCK narrows until they fit, and the cost model charges what a spilling tile reloads."""
+    from dataclasses import replace
+
+    from fuseopt.codegen.cost import estimate
+    from fuseopt.codegen.tile_shapes import choose_tiling
+    from fuseopt.io.load import load_graph
+
+    path = os.path.join(os.path.dirname(__file__), "fixtures", "bn_train_captured_h100.json")
+    stage = optimize(load_graph(path))
+    launch = next(
+        la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)
+    )
+    for o in (CodegenOptions(target=get("h100")), CodegenOptions(target=get("h200"))):
+        tiling = choose_tiling(stage.graph, launch, o)
+        assert isinstance(tiling.strategy, LoopedRow)
+        c = tiling.config
+        assert accumulators(launch, online_sums(launch)) == 5
+        assert c.num_warps == 16 and c.block("XBLOCK") * c.block("R0_BLOCK") <= 8192, c
+        assert thread_registers(8192, 16, 5, o) <= register_limit(16, o) == 128
+        wide = LaunchConfig((("XBLOCK", 8), ("R0_BLOCK", 4096)), 16)
+        spilling = replace(tiling, config=wide)
+        assert estimate(stage.graph, spilling, o).us > 2 * estimate(stage.graph, tiling, o).us

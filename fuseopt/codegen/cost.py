@@ -13,8 +13,9 @@
   window issues only the loads it does not carry or share (`issued`).
 - **Registers, occupancy.** A thread holds a value for each of its points of the tile, and a
   looped tile's accumulators for each (`registers_of`); that, the warps and the target's limits
-  give how many programs a multiprocessor keeps resident. Past the register file's per-thread limit a thread
-  spills, and the spilled values move through memory.
+  give how many programs a multiprocessor keeps resident. Past its limit (the target's per
+  thread, or its share of the register file among the program's threads) a thread spills, and
+  the spilled values move through memory at every step.
 - **Latency and waves.** A program runs its steps (r-loop iterations, rows of a walk) one after
   another, each a memory round trip; the multiprocessors run the programs in waves of the
   resident count. Each wave takes the longer of its bytes at the memory's bandwidth and its
@@ -34,9 +35,9 @@ from dataclasses import dataclass
 
 from fuseopt.codegen.common import cdiv, prod
 from fuseopt.codegen.indexing import Digit
+from fuseopt.codegen.launch_configs import register_limit, thread_registers
 from fuseopt.codegen.launch_counts import launch_accesses
-from fuseopt.codegen.loop_phases import online_sums, phases
-from fuseopt.codegen.online_variance import is_variance_sum
+from fuseopt.codegen.loop_phases import accumulators, online_sums, phases
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, digits_of
 from fuseopt.codegen.strategies import (
@@ -53,7 +54,7 @@ from fuseopt.codegen.strategies.base import Work
 from fuseopt.codegen.tiling import Tiling
 from fuseopt.codegen.windows.census import cell_loads, row_loads
 from fuseopt.ir.bounds import linear_form
-from fuseopt.ir.expr import Expr, Reduce, Var
+from fuseopt.ir.expr import Expr, Var
 from fuseopt.ir.graph import Graph
 
 
@@ -90,8 +91,9 @@ def estimate(graph: Graph, tiling: Tiling, options: CodegenOptions) -> Estimate:
     fetched *= issued(tiling)
     steps = work.steps
     registers = registers_of(tiling, options)
-    spilled = max(0, registers - gpu.max_registers_per_thread)
-    registers = min(registers, gpu.max_registers_per_thread)
+    limit = register_limit(cfg.num_warps, options)
+    spilled = max(0, registers - limit)
+    registers = min(registers, limit)
     resident = max(
         1,
         min(
@@ -101,7 +103,8 @@ def estimate(graph: Graph, tiling: Tiling, options: CodegenOptions) -> Estimate:
         ),
     )
     dram = _dram(per_pass, launch, blocks, resident * gpu.multiprocessors, gpu.l2_bytes)
-    dram += 2 * spilled * 4 * threads * programs  # spilled registers stored and loaded again
+    # spilled registers stored and loaded again, each step (a looped tile's accumulators)
+    dram += 2 * spilled * 4 * threads * programs * steps
     bandwidth = gpu.memory_bandwidth_gbps * 1e3  # bytes a microsecond
     per_program = (dram / bandwidth + max(0.0, fetched - dram) / (bandwidth * t.cost_l2_ratio)) / programs
     slots = gpu.multiprocessors * resident
@@ -147,22 +150,10 @@ def registers_of(tiling: Tiling, options: CodegenOptions) -> int:
     [XBLOCK, R0_BLOCK] tile of them)."""
     cfg = tiling.config
     tile = prod(b for _, b in cfg.blocks) // cfg.num_ctas
-    per_thread = cdiv(tile, cfg.num_warps * options.gpu.warp_size)
     looped = work_of(tiling.strategy, tiling.launch, cfg, 1).accumulates
-    placements = tiling.launch.placements
     online = online_sums(tiling.launch) if isinstance(tiling.strategy, LoopedRow) else {}
-    accumulators = sum(
-        _accumulators(p.node.value, p.node.name in online) for p in placements if p.role == "reduction"
-    )
-    return options.tuning.cost_base_registers + per_thread * (1 + (accumulators if looped else 0))
-
-
-def _accumulators(value: Expr, online: bool) -> int:
-    """A reduction's accumulators a lane: three for an online variance (`online_variance`), one
-    otherwise (an online softmax's running maximum is a row's, [XBLOCK, 1])."""
-    if not isinstance(value, Reduce):
-        return 0
-    return 3 if online and is_variance_sum(value) else 1
+    held = accumulators(tiling.launch, online) if looped else 0
+    return thread_registers(tile, cfg.num_warps, held, options)
 
 
 def _passes(launch: ComputeLaunch, s: Strategy) -> dict[str, int]:

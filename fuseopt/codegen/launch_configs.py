@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fuseopt.codegen.common import INT32_MAX, cdiv, next_power_of_2
 from fuseopt.codegen.launch_counts import point_loads, tile_accesses, tile_loads
+from fuseopt.codegen.loop_phases import accumulators, online_sums
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch
 from fuseopt.ir.expr import Reduce
@@ -50,6 +51,20 @@ def clustered_config(launch: ComputeLaunch, single: LaunchConfig, o: CodegenOpti
     if xb < t.cluster_min_rows * t.cluster_size:
         return None
     return LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), t.cluster_warps, num_ctas=t.cluster_size)
+
+
+def thread_registers(points: int, warps: int, accumulators: int, o: CodegenOptions) -> int:
+    """32-bit registers a thread of a tile of `points` on `warps` warps holds (the cost model's
+    estimate): the target's base, and for each of its points a value and its accumulators."""
+    return o.tuning.cost_base_registers + cdiv(points, warps * o.gpu.warp_size) * (1 + accumulators)
+
+
+def register_limit(warps: int, o: CodegenOptions) -> int:
+    """The most registers a thread of a program of `warps` warps gets without spilling: the
+    target's per-thread limit, or its register file shared by the program's threads."""
+    return min(
+        o.gpu.max_registers_per_thread, o.gpu.registers_per_multiprocessor // (warps * o.gpu.warp_size)
+    )
 
 
 def _warps(elements: int, per_warp: int, most: int) -> int:
@@ -198,6 +213,12 @@ def configs_reduction(
         # A few programs a multiprocessor, one wave: nothing else hides a step's round trip and
         # arithmetic, so more threads share each step (at least a point a thread).
         warps = max(warps, min(t.looped_widened_warps, xb * rb // g.warp_size))
+    # No wider than the registers allow: each point of the tile holds its value and an
+    # accumulator for each reduction (three for an online variance); a thread past its limit
+    # spills them, and reloads them every step.
+    held = accumulators(launch, online_sums(launch))
+    while rb > t.looped_min_r0_block and thread_registers(xb * rb, warps, held, o) > register_limit(warps, o):
+        rb //= 2
     default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
     return default, unique_configs(default, cands)

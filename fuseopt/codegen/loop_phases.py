@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from fuseopt.analysis.access_match import FusedReadMismatch
 from fuseopt.codegen.online_softmax import online_operand
-from fuseopt.codegen.online_variance import variance_operand
+from fuseopt.codegen.online_variance import is_variance_sum, variance_operand
 from fuseopt.codegen.schedule import ComputeLaunch
-from fuseopt.ir.expr import Expr
+from fuseopt.ir.expr import Expr, Reduce
 
 Online = dict[str, tuple[Expr, str]]
 
@@ -26,6 +26,17 @@ def online_sums(launch: ComputeLaunch) -> Online:
         if op is not None:
             out[p.node.name] = op
     return out
+
+
+def accumulators(launch: ComputeLaunch, online: Online) -> int:
+    """A looped tile's accumulators a lane, summed over its reductions: three for an online
+    variance (`online_variance`: Welford's count, mean and squared deviations), one for any other
+    (an online softmax's running maximum is a row's, [XBLOCK, 1])."""
+    return sum(
+        3 if p.node.name in online and is_variance_sum(p.node.value) else 1
+        for p in launch.placements
+        if p.role == "reduction" and isinstance(p.node.value, Reduce)
+    )
 
 
 def phases(launch: ComputeLaunch, online: Online) -> tuple[dict[str, int], dict[str, int]]:
