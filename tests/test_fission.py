@@ -136,15 +136,17 @@ def test_batchnorm_apart_matches(shape: tuple[int, int, int], dtype: str, channe
 
 
 def test_cost_model_takes_loops_apart_for_few_rows() -> None:
-    """64 channels of 32 x 56 x 56: 64 programs fused, fewer than the GPU's multiprocessors; each
-    loop apart splits (more programs, one more read of x). 4096 rows of 4096 fill the GPU fused."""
-    few = _launch(_batchnorm(32, 64, 3136))
-    stage = optimize(_batchnorm(32, 64, 3136))
+    """16 channels of 8 x 224 x 224: 16 programs fused, far fewer than the GPU's multiprocessors;
+    each loop apart splits (more programs, one more read of x), estimated over 2x faster
+    (`fission_min_gain_pct`). 64 channels of 32 x 56 x 56 estimate less (1.3x: fused), and
+    4096 rows of 4096 fill the GPU fused."""
+    few = _launch(_batchnorm(8, 16, 50176))
+    stage = optimize(_batchnorm(8, 16, 50176))
     src = emit_module(stage.graph, stage.plan)
     assert "r loops apart" in src and "its r loops apart (fission): estimated" in src
     doc = launches_json(stage.graph, stage.plan, CodegenOptions())
     (row,) = [r for r in doc["launches"] if r["kind"] == "reduction"]
-    assert row["fission"] is not None and row["fission"]["apart_us"] < row["fission"]["fused_us"]
+    assert row["fission"] is not None and 2 * row["fission"]["apart_us"] <= row["fission"]["fused_us"]
     assert [k["part"] for k in row["kernels"]] == ["partial", "finish", "partial", "finish", None]
     schema = json.loads((Path(__file__).parent.parent / "schemas" / "launches.schema.json").read_text())
     Draft202012Validator(schema).validate(doc)
@@ -153,11 +155,14 @@ def test_cost_model_takes_loops_apart_for_few_rows() -> None:
     assert "r loops apart" not in off and off.count("\ndef triton_") == 1
     many = optimize(_batchnorm(1, 4096, 4096))
     assert "r loops apart" not in emit_module(many.graph, many.plan)
+    some = optimize(_batchnorm(32, 64, 3136))
+    assert "r loops apart" not in emit_module(some.graph, some.plan)
+    assert "r loops apart" in emit_module(some.graph, some.plan, options=CodegenOptions(fission=True))
 
 
 def test_forced_strategy_keeps_the_launch_whole() -> None:
     """`--strategy` names one kernel shape for the launch: its loops stay together."""
-    stage = optimize(_batchnorm(32, 64, 3136))
+    stage = optimize(_batchnorm(8, 16, 50176))
     src = emit_module(stage.graph, stage.plan, options=CodegenOptions(strategy="looped_row"))
     assert "r loops apart" not in src
 
@@ -209,7 +214,7 @@ def test_optimize_and_bench_take_the_fission_they_are_given(tmp_path: Path) -> N
     from fuseopt.ir.serialize import dump_json
 
     path = tmp_path / "bn.json"
-    path.write_text(dump_json(_batchnorm(32, 64, 3136)), encoding="utf-8")
+    path.write_text(dump_json(_batchnorm(8, 16, 50176)), encoding="utf-8")
     kernels = {}
     for mode in ("auto", "on", "off"):
         out = tmp_path / mode

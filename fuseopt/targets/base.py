@@ -154,6 +154,10 @@ class Tuning:
     cost_launch_us: int = _doc(
         "what a kernel's launch costs beside its work (a split's second kernel too), microseconds"
     )
+    # -- loop fission (codegen/fission.py)
+    fission_min_gain_pct: int = _doc(
+        "a looped reduction's r loops run apart where the model estimates them this many percent faster"
+    )
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ HISTORY = "benchmarks/results/README.md (history)"
 COST = "benchmarks/results/cost-2026-12-04.json"  # the cost model against measured H200 pairs
 FEW = "benchmarks/results/few-rows-2026-12-05-h200.json"  # looped rows of vocab-sized reductions, GPU time
 SPLIT = "benchmarks/results/launches-2026-12-05-h200.json"  # split and persistent row launches, GPU time
+FISSION = (
+    "benchmarks/results/fission-2026-12-05-h100.json"  # looped reductions' r loops apart or fused, GPU time
+)
 
 TUNING, PROVENANCE = tuned(
     "h200",
@@ -385,6 +388,11 @@ TUNING, PROVENANCE = tuned(
         2,
         "a launch: 64 x 5000 row sums 6.4 us looped, 9.9 split (two kernels); the suite's smallest kernels 5-7 us",
         COST,
+    ),
+    fission_min_gain_pct=(
+        100,
+        "on an H100 (no H200 lent), estimated gains of 1.03-1.66x ran 0.82-1.15x, 2.07-9.55x ran 1.50-6.5x (20 programs)",
+        FISSION,
     ),
 )
 
