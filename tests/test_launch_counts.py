@@ -18,8 +18,9 @@ from fuseopt.codegen.launch_counts import rows_aligned
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, build_schedule, digits_of
 from fuseopt.codegen.strategies import SplitPartial, split
+from fuseopt.codegen.tile_shapes import choose_tiling
 from fuseopt.io.load import load_text
-from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var
+from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var, walk
 from fuseopt.ir.graph import Graph
 from fuseopt.passes.pipeline import optimize
 from tests.strategies import doc_graph, graph_docs
@@ -164,3 +165,68 @@ def test_rows_aligned_on_the_golden_kernels(path: str) -> None:
 def test_rows_aligned_on_random_graphs(doc: dict[str, object]) -> None:
     for graph, launch in _reductions(doc_graph(doc)):
         check_rows_aligned_is_sound(graph, launch)
+
+
+def _quotients(e: Expr, env: Mapping[str, int]) -> list[int]:
+    """The quotient of every `//` and `%` by a literal in `e` at one point (where they wrap)."""
+    out = []
+    for sub in walk(e):
+        if isinstance(sub, Binary) and sub.op in ("floordiv", "mod") and isinstance(sub.b, Const):
+            out.append(_eval(sub.a, env) // int(sub.b.value))
+    return out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(8029*x0 + r) % 12544",  # a chunk of a channel's points read across images
+        "12544*x1 + (8029*x0 + r) % 12544 + 401408*(((8029*x0 + r) // 12544) % 16)",
+        "(12544*x0 + r) // 12544 + 3*r",
+        "(6*x0 + 2*r) % 6 + x0 // 3",
+        "7 + 5*x0 - r",
+        "((x0 + r) // 4) % 3 * 10 + (x0 + r) % 4",
+    ],
+)
+def test_run_steps_are_the_steps_between_wraps(text: str) -> None:
+    """At every point of a small box, one step of a variable moves the index by `run_steps`'s
+    step for it unless some `//` or `%` of the index wraps on the way."""
+    from fuseopt.codegen.launch_counts import run_steps
+    from fuseopt.ir.parser import parse_expr_text
+
+    e = parse_expr_text(text)
+    steps = run_steps(e)
+    assert steps is not None
+    checked = 0
+    for x0, x1, r in itertools.product(range(5), range(3), range(0, 20000, 97)):
+        env = {"x0": x0, "x1": x1, "r": r}
+        for v in ("x0", "r"):
+            moved = {**env, v: env[v] + 1}
+            if _quotients(e, env) == _quotients(e, moved):
+                assert _eval(e, moved) - _eval(e, env) == steps.get(v, 0), (v, env)
+                checked += 1
+    assert checked > 500
+
+
+def test_run_steps_unknown_where_an_operator_hides_the_step() -> None:
+    from fuseopt.codegen.launch_counts import run_steps
+    from fuseopt.ir.parser import parse_expr_text
+
+    for text in ("min(x0 + r, 100)", "(x0 + r) // y", "x0 * r"):
+        assert run_steps(parse_expr_text(text)) is None, text
+
+
+def test_a_reduction_read_across_wraps_counts_as_contiguous_along_r() -> None:
+    """A BatchNorm's statistics as Inductor splits them on a GPU: each row reads a chunk of a
+    channel's points, `(8029*x0 + r) % 12544` images apart, contiguous along r between wraps.
+    Counted along r, not left out (its three [800] results, contiguous along x, would then
+    decide: a tile of 8 rows, 100 programs, 2.5x torch.compile's time on an H100)."""
+    from fuseopt.codegen.launch_counts import contiguous_bytes
+    from fuseopt.io.load import load_graph
+
+    path = os.path.join(os.path.dirname(__file__), "fixtures", "bn_train_f16_captured_h100.json")
+    (graph, launch), *_ = _reductions(load_graph(path))
+    assert launch.axes[0].numel == 800 and launch.axes[1].numel == 8029
+    along, _ = contiguous_bytes(graph, launch)
+    assert along["r0_index"] > 100 * along["xindex"], along
+    tiling = choose_tiling(graph, launch, CodegenOptions())
+    assert tiling.config.block("XBLOCK") == 1, tiling.config  # 800 programs, a row each

@@ -12,7 +12,7 @@ from fuseopt.codegen.common import prod
 from fuseopt.codegen.indexing import Digit
 from fuseopt.codegen.schedule import ComputeLaunch, Placement, digits_of
 from fuseopt.ir.bounds import linear_form
-from fuseopt.ir.expr import Binary, Expr, Unary, Var, walk
+from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var, free_vars, walk
 from fuseopt.ir.graph import Graph
 
 
@@ -41,12 +41,15 @@ def contiguous_bytes(graph: Graph, launch: ComputeLaunch) -> tuple[dict[str, int
             continue
         digits = digits_of(p, sizes)
         for buf, index, _ in launch_accesses(graph, launch, p):
-            d, _ = unit_digit(index, digits)  # None unless the index is affine in loop variables
+            d, _ = unit_digit(index, digits)
+            touched = _touched(index, p.node.var_sizes)
+            if d is None:  # not affine: contiguous in runs between the wraps of its // and %
+                d, touched = _run_digit(index, digits), prod(p.node.var_sizes[v] for v in free_vars(index))
             if d is None or d.div != 1 or d.base not in along or (buf, index) in seen:
                 continue
             seen.add((buf, index))
             item = graph.buffer(buf).dtype.itemsize
-            along[d.base] += _touched(index, p.node.var_sizes) * item
+            along[d.base] += touched * item
             if d.base == "xindex":
                 x_item = min(x_item or item, item)
     return along, x_item
@@ -136,6 +139,49 @@ def launch_accesses(graph: Graph, launch: ComputeLaunch, p: Placement) -> Iterat
             yield ld.buffer, ld.index, graph.buffer(ld.buffer).dtype.itemsize * node.numel * node.rnumel
     if node.output in launch.stores:
         yield node.output, node.store.index, graph.buffer(node.output).dtype.itemsize * node.numel
+
+
+def _run_digit(index: Expr, digits: dict[str, Digit | None]) -> Digit | None:
+    """The digit along which a non-affine index steps by one between the wraps of its `//` and
+    `%` by literals (`(8029 * x0 + r) % 12544`: along r's), where `run_steps` knows every step."""
+    steps = run_steps(index)
+    if steps is None:
+        return None
+    ones = [d for v, k in steps.items() if k == 1 and (d := digits.get(v)) is not None]
+    return min(ones, key=lambda d: d.div, default=None)
+
+
+def run_steps(e: Expr) -> dict[str, int] | None:
+    """Each loop variable's step in an integer index between the wraps of its `//` and `%` by
+    positive literals: an affine index's coefficients; `a % m` steps as `a` does (a coefficient
+    m divides: 0), `a // m` by a coefficient m divides over m, else 0. None where another
+    operator (min, max, a load, a float) leaves the step unknown."""
+    if isinstance(e, Var):
+        return {e.name: 1}
+    if isinstance(e, Const):
+        return {} if type(e.value) is int else None
+    if not isinstance(e, Binary):
+        return None
+    if e.op in ("add", "sub"):
+        a, b = run_steps(e.a), run_steps(e.b)
+        if a is None or b is None:
+            return None
+        sign = -1 if e.op == "sub" else 1
+        return {v: a.get(v, 0) + sign * b.get(v, 0) for v in dict.fromkeys([*a, *b])}
+    if e.op == "mul":
+        for other, factor in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(factor, Const) and type(factor.value) is int:
+                f, c = run_steps(other), factor.value
+                return None if f is None else {v: k * c for v, k in f.items()}
+        return None
+    if e.op in ("floordiv", "mod") and isinstance(e.b, Const) and type(e.b.value) is int and e.b.value > 0:
+        f, m = run_steps(e.a), e.b.value
+        if f is None:
+            return None
+        if e.op == "mod":
+            return {v: 0 if k % m == 0 else k for v, k in f.items()}
+        return {v: k // m if k % m == 0 else 0 for v, k in f.items()}
+    return None
 
 
 def unit_digit(index: Expr, digits: dict[str, Digit | None]) -> tuple[Digit | None, bool]:
