@@ -94,7 +94,7 @@ def fission(
     """The tilings of the launch's loops apart (a split's two kernels each), where the fused
     launch is a looped reduction, some loop apart takes a split, and the cost model estimates
     the launches apart faster than the fused one by `fission_min_gain_pct` percent (it
-    underestimates a chain of launches: estimated gains below 2x ran 0.82-1.15x on an H100);
+    underestimates a chain of launches: estimated gains below 2x ran 0.82-1.16x on an H100);
     `options.fission`: True, wherever the loops come apart; False, never. None otherwise."""
     if options.fission is False or not isinstance(fused.strategy, LoopedRow) or options.strategy is not None:
         return None

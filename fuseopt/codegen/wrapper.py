@@ -257,7 +257,8 @@ def _group_note(group: list[EmittedKernel]) -> str:
     return f" ({split})" if split else ""
 
 
-# A launch's Triton kernels' tilings (none, one, or a split's two) and what a sliding window carries.
+# A launch's Triton kernels' tilings (none, one, a split's two, or its r loops' apart) and what a sliding
+# window carries.
 LaunchTilings = tuple[tuple[Tiling, ...], dict[Key, Key]]
 
 

@@ -391,7 +391,7 @@ TUNING, PROVENANCE = tuned(
     ),
     fission_min_gain_pct=(
         100,
-        "on an H100 (no H200 lent), estimated gains of 1.03-1.66x ran 0.82-1.15x, 2.07-9.55x ran 1.50-6.5x (20 programs)",
+        "on an H100 (no H200 lent), estimated gains of 1.03-1.66x ran 0.82-1.16x, 2.07-9.55x ran 1.50-6.5x (20 programs)",
         FISSION,
     ),
 )
