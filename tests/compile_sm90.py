@@ -6,7 +6,8 @@ Triton's compiler rejects (a libdevice call on a dtype it lacks, a shape a reduc
 passes every CPU test. This compiles each launch of `call` as `call` makes it: the pointer dtypes
 from the buffers `call` allocates, the sizes, the blocks and warps (an autotuned kernel: its
 first candidate). Run as a script, not imported by the tests: TRITON_INTERPRET must be unset before
-triton loads. Exit 1 if any kernel fails, naming it.
+triton loads. Exit 1 if any kernel fails, naming it. With `--stack`, each compiled launch also
+prints `STACK <bytes a thread> <kernel>` (cuobjdump's resource usage: spilled registers live there).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
+import subprocess
 import sys
+import tempfile
 
 os.environ.pop("TRITON_INTERPRET", None)
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
@@ -103,10 +107,30 @@ def compile_module(path: str) -> int:
             continue
         done.add(key)
         try:
-            triton.compile(ASTSource(fn, signature, constants), target=TARGET, options=options)
+            compiled = triton.compile(ASTSource(fn, signature, constants), target=TARGET, options=options)
+            if STACK:
+                print(f"STACK {_stack_bytes(compiled.asm['cubin'])} {node.func.value.id}", flush=True)
         except Exception as exc:
             raise RuntimeError(f"{path}: {node.func.value.id} {constants} {options}: {exc}") from exc
     return len(done)
+
+
+STACK = False  # --stack
+
+
+def _stack_bytes(cubin: bytes) -> int:
+    """A kernel's stack a thread (its spilled registers), as cuobjdump reports it."""
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        usage = subprocess.run(
+            [tool, "--dump-resource-usage", path], capture_output=True, text=True, check=True
+        )
+    found = re.search(r"STACK:(\d+)", usage.stdout)
+    assert found, usage.stdout
+    return int(found.group(1))
 
 
 def main(paths: list[str]) -> int:
@@ -121,4 +145,6 @@ def main(paths: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    args = sys.argv[1:]
+    STACK = "--stack" in args
+    sys.exit(main([a for a in args if a != "--stack"]))

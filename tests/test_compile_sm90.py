@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from fuseopt.codegen import CodegenOptions, emit_module
 from fuseopt.io.load import load_graph
 from fuseopt.passes.pipeline import optimize
+from fuseopt.targets import get
 from tests.planning import sample_paths
 from tests.strategies import LOOPED, doc_graph, graph_docs, softmax_docs, variance_docs
 from tests.test_launches import STRATEGIES
@@ -62,12 +63,12 @@ def _compile(tmp_path: Path, sources: list[str]) -> None:
     _compile_paths(tmp_path, paths)
 
 
-def _compile_paths(tmp_path: Path, paths: list[str]) -> None:
-    """Every launch of every module compiled in one process without TRITON_INTERPRET."""
+def _compile_paths(tmp_path: Path, paths: list[str], *flags: str) -> str:
+    """Every launch of every module compiled in one process without TRITON_INTERPRET; its output."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
     res = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "compile_sm90.py"), *paths],
+        [sys.executable, str(ROOT / "tests" / "compile_sm90.py"), *flags, *paths],
         capture_output=True,
         text=True,
         env=env,
@@ -78,6 +79,37 @@ def _compile_paths(tmp_path: Path, paths: list[str]) -> None:
     assert res.returncode == 0 and not failed, (failed[:5], res.stderr[-2000:])
     done = [line for line in res.stdout.splitlines() if "compiled for sm_90" in line]
     assert len(done) == len(paths), res.stdout[-2000:]
+    return res.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _nvidia_backend(), reason="this triton has no NVIDIA backend to compile with")
+def test_looped_tiles_of_captured_batchnorms_keep_their_registers(tmp_path: Path) -> None:
+    """Looped tiles of many accumulators widened for few rows (column statistics of 256 columns:
+    8 x 4096 points on 16 warps before the looped tile's register cap, which ptxas spilled), and
+    BatchNorms in training as captured on an H100 (Inductor's chunks a channel): ptxas puts
+    nothing on the stack for any kernel."""
+    from tests.test_launch_configs import _column_statistics
+
+    graphs = [_column_statistics(65536, 256)] + [
+        load_graph(str(ROOT / "tests" / "fixtures" / name))
+        for name in ("bn_train_captured_h100.json", "bn_train_f16_captured_h100.json")
+    ]
+    paths = []
+    for i, graph in enumerate(graphs):
+        stage = optimize(graph)
+        for target in ("h100", "h200"):
+            # the column statistics looped (the cost model splits them: their loops apart)
+            options = CodegenOptions(target=get(target), strategy="looped_row" if i == 0 else None)
+            out = tmp_path / f"bn{i}_{target}.py"
+            out.write_text(emit_module(stage.graph, stage.plan, options=options))
+            paths.append(str(out))
+    stacks = [
+        line.split()
+        for line in _compile_paths(tmp_path, paths, "--stack").splitlines()
+        if line.startswith("STACK ")
+    ]
+    assert len(stacks) >= 8 and all(int(n) == 0 for _, n, _ in stacks), stacks
 
 
 @pytest.mark.slow

@@ -161,31 +161,56 @@ def test_split_chunks_for_every_row_length() -> None:
     assert uneven > 300
 
 
+def _column_statistics(rows: int, cols: int) -> Graph:
+    """The mean and variance of each of `cols` columns over `rows` rows (float32, contiguous along
+    the columns): one looped reduction, the variance online (four accumulators a point)."""
+    from fuseopt.io.load import load_text
+
+    n = float(rows)
+    text = f"""
+format: fuseopt-graph/1
+name: column_statistics
+buffers:
+  x: {{shape: [{rows}, {cols}], dtype: float32, role: input}}
+  mean: {{shape: [{cols}], dtype: float32, role: output}}
+  var: {{shape: [{cols}], dtype: float32, role: output}}
+nodes:
+  - {{name: m, loops: [[c, {cols}]], reduce: [[r, {rows}]], store: "mean[c]", value: "sum(x[{cols}*r + c] / {n})"}}
+  - {{name: v, loops: [[c, {cols}]], reduce: [[r, {rows}]], store: "var[c]",
+      value: "sum((x[{cols}*r + c] - mean[c]) * (x[{cols}*r + c] - mean[c]))"}}
+"""
+    return load_text(text, "column_statistics.yaml")
+
+
 def test_a_widened_tile_of_many_accumulators_fits_the_registers() -> None:
-    """A BatchNorm's statistics as Inductor splits them on a GPU (512 rows: 4 chunks of each of 128
-    channels, captured on an H100): too few rows, so the looped tile widens R0_BLOCK for bytes in
-    flight, on 16 warps, but holds five accumulators a point (two sums and an online variance's
-    three). 8 x 4096 points needed 408 registers a thread of the 128 a 16-warp program gets (ptxas
-    put 2928 bytes a thread on the stack; on an H100 the kernel ran 245 us against torch.compile's
-    24): R0_BLOCK narrows until they fit, and the cost model charges what a spilling tile reloads."""
+    """Column statistics of 256 columns: 32 tiles, too few, so the looped tile widens R0_BLOCK for
+    bytes in flight (16 warps), but each point holds four accumulators (a sum and an online
+    variance's three): 8 x 4096 points would need 344 registers a thread of the 128 a 16-warp
+    program gets. R0_BLOCK narrows until they fit, and the cost model charges what the wide tile
+    would reload every step. The same holds for a BatchNorm's statistics captured on an H100."""
     from dataclasses import replace
 
     from fuseopt.codegen.cost import estimate
-    from fuseopt.codegen.tile_shapes import choose_tiling
+    from fuseopt.codegen.strategies import looped_row
+    from fuseopt.codegen.tile_shapes import tiling_of
     from fuseopt.io.load import load_graph
 
     path = os.path.join(os.path.dirname(__file__), "fixtures", "bn_train_captured_h100.json")
-    stage = optimize(load_graph(path))
-    launch = next(
-        la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)
-    )
-    for o in (CodegenOptions(target=get("h100")), CodegenOptions(target=get("h200"))):
-        tiling = choose_tiling(stage.graph, launch, o)
-        assert isinstance(tiling.strategy, LoopedRow)
-        c = tiling.config
-        assert accumulators(launch, online_sums(launch)) == 5
-        assert c.num_warps == 16 and c.block("XBLOCK") * c.block("R0_BLOCK") <= 8192, c
-        assert thread_registers(8192, 16, 5, o) <= register_limit(16, o) == 128
-        wide = LaunchConfig((("XBLOCK", 8), ("R0_BLOCK", 4096)), 16)
-        spilling = replace(tiling, config=wide)
-        assert estimate(stage.graph, spilling, o).us > 2 * estimate(stage.graph, tiling, o).us
+    for graph, held_expected in ((_column_statistics(65536, 256), 4), (load_graph(path), 5)):
+        stage = optimize(graph)
+        launch = next(
+            la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)
+        )
+        held = accumulators(launch, online_sums(launch))
+        assert held == held_expected
+        for o in (CodegenOptions(target=get("h100")), CodegenOptions(target=get("h200"))):
+            planned_ = looped_row.applies(stage.graph, launch, o)
+            assert planned_ is not None
+            c = planned_.config
+            xb, rb = c.block("XBLOCK"), c.block("R0_BLOCK")
+            assert thread_registers(xb * rb, c.num_warps, held, o) <= register_limit(c.num_warps, o), c
+            if held_expected == 4:
+                assert c == LaunchConfig((("XBLOCK", 8), ("R0_BLOCK", 1024)), 16), c
+                tiling = tiling_of(stage.graph, planned_, o)
+                wide = replace(tiling, config=LaunchConfig((("XBLOCK", 8), ("R0_BLOCK", 4096)), 16))
+                assert estimate(stage.graph, wide, o).us > 2 * estimate(stage.graph, tiling, o).us
