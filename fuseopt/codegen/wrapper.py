@@ -171,6 +171,7 @@ def build_module(
         b = graph.buffer(name)
         body.append(f"{names[name]} = _empty({b.storage_size}, {TORCH_DTYPE[b.dtype]}, device)")
     pdl_known = False
+    own = set(schedule.materialised)  # allocated above; a group allocates what its loops apart pass
     for launch, group in zip(schedule.launches, emitted_for, strict=True):
         body.append("")
         if isinstance(launch, LibraryLaunch):
@@ -184,7 +185,6 @@ def build_module(
         body.append(f"# {kernel}: {nodes}{_group_note(group)}")
         for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
             body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
-        own = set(schedule.materialised)
         for passed in dict.fromkeys(s for k in group for s in k.tiling.launch.stores if s not in own):
             info = graph.buffer(passed)  # a result one loop apart passes to a later one (`fission`)
             body.append(f"{names[passed]} = _empty({info.storage_size}, {TORCH_DTYPE[info.dtype]}, device)")
@@ -248,12 +248,12 @@ def build_module(
 
 def _group_note(group: list[EmittedKernel]) -> str:
     """What the comment above a launch's kernels says of their shape: its loops apart, a split."""
-    parts = {id(k.tiling.launch): k.tiling.launch for k in group}
+    parts = len({id(k.tiling.launch) for k in group})  # a split's two kernels share their launch
     splits = [k.tiling.strategy.chunks for k in group if isinstance(k.tiling.strategy, SplitPartial)]
     chunks = ", ".join(str(c) for c in splits)
     split = f"split reduction: {chunks} chunks of r, then their combination" if splits else ""
-    if len(parts) > 1:
-        return f" (its {len(parts)} r loops apart" + (f"; {split})" if split else ")")
+    if parts > 1:
+        return f" (its {parts} r loops apart" + (f"; {split})" if split else ")")
     return f" ({split})" if split else ""
 
 
