@@ -7,7 +7,8 @@ passes every CPU test. This compiles each launch of `call` as `call` makes it: t
 from the buffers `call` allocates, the sizes, the blocks and warps (an autotuned kernel: its
 first candidate). Run as a script, not imported by the tests: TRITON_INTERPRET must be unset before
 triton loads. Exit 1 if any kernel fails, naming it. With `--stack`, each compiled launch also
-prints `STACK <bytes a thread> <kernel>` (cuobjdump's resource usage: spilled registers live there).
+prints `STACK <bytes a thread> <kernel>` (cuobjdump's resource usage: spilled registers live there);
+with `--loads`, `LOADS <bits> <kernel>`, its widest global load in the PTX (vectorized or not).
 """
 
 from __future__ import annotations
@@ -84,11 +85,18 @@ def compile_module(path: str) -> int:
         signature: dict[str, str] = {}
         constants: dict[str, object] = {}
         options: dict[str, int] = {}
-        for param, arg in zip(fn.arg_names, node.args, strict=False):
+        attrs: dict[tuple[int, ...], list[list[object]]] = {}
+        for i, (param, arg) in enumerate(zip(fn.arg_names, node.args, strict=False)):
+            # as Triton specializes a launch: torch's storages start 16-byte aligned, and an
+            # integer argument is known to be a multiple of 16 when it is one, nothing else
             if isinstance(arg, ast.Name):
                 signature[param] = POINTER[dtypes[arg.id]]
+                attrs[(i,)] = [["tt.divisibility", 16]]
             else:
-                signature[param] = "i64" if abs(ast.literal_eval(arg)) >= 2**31 else "i32"
+                value = ast.literal_eval(arg)
+                signature[param] = "i64" if abs(value) >= 2**31 else "i32"
+                if value % 16 == 0:
+                    attrs[(i,)] = [["tt.divisibility", 16]]
         for k in node.keywords:
             if k.arg in ("num_warps", "num_ctas"):
                 options[k.arg] = ast.literal_eval(k.value)
@@ -107,15 +115,27 @@ def compile_module(path: str) -> int:
             continue
         done.add(key)
         try:
-            compiled = triton.compile(ASTSource(fn, signature, constants), target=TARGET, options=options)
+            source = ASTSource(fn, signature, constants, attrs)
+            compiled = triton.compile(source, target=TARGET, options=options)
             if STACK:
                 print(f"STACK {_stack_bytes(compiled.asm['cubin'])} {node.func.value.id}", flush=True)
+            if PTX:
+                print(f"LOADS {_load_bits(compiled.asm['ptx'])} {node.func.value.id}", flush=True)
         except Exception as exc:
             raise RuntimeError(f"{path}: {node.func.value.id} {constants} {options}: {exc}") from exc
     return len(done)
 
 
 STACK = False  # --stack
+PTX = False  # --loads
+
+
+def _load_bits(ptx: str) -> int:
+    """The widest global load of a kernel, bits: `ld.global.v2.b32` 64, `ld.global.b16` 16."""
+    widest = 0
+    for vec, bits in re.findall(r"ld\.global[\w.:]*?(?:\.v(\d))?\.b(\d+)\b", ptx):
+        widest = max(widest, int(vec or 1) * int(bits))
+    return widest
 
 
 def _stack_bytes(cubin: bytes) -> int:
@@ -146,5 +166,5 @@ def main(paths: list[str]) -> int:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    STACK = "--stack" in args
-    sys.exit(main([a for a in args if a != "--stack"]))
+    STACK, PTX = "--stack" in args, "--loads" in args
+    sys.exit(main([a for a in args if a not in ("--stack", "--loads")]))

@@ -542,6 +542,7 @@ def test_split_kernels_use_grid_dependency_control() -> None:
     src = check(g, plan_of(g, [["sb"], ["mn", "vr"], ["y2"]]), SPLIT)
     partial, finish = [k for k in src.split("@triton.jit") if "def triton_" in k and "PDL: tl.constexpr" in k]
     body = [ln.strip() for ln in finish.split("):\n", 1)[1].splitlines() if ln.strip()]
+    body = [ln for ln in body if not re.fullmatch(r"\w+numel = \d+", ln)]  # sizes written in
     assert body[0] == "_gdc_wait(PDL)" and "PDL: tl.constexpr," in finish
     lines = [ln.strip() for ln in partial.splitlines() if ln.strip() and not ln.startswith("#")]
     assert lines[-1] == "_gdc_launch_dependents(PDL)" and lines[-2].startswith("tl.store(ws_")
@@ -1277,3 +1278,47 @@ def test_fused_read_through_a_flattened_segment() -> None:
         stage = optimize(g)
         src = check(stage.graph, stage.plan)
         assert "YBLOCK" in src  # the transposed reads made 2D tiles
+
+
+def _scaled_rows(rows: int, cols: int, dtype: str) -> str:
+    return f"""
+format: fuseopt-graph/1
+name: scaled_rows
+buffers:
+  x: {{shape: [{rows}, {cols}], dtype: {dtype}, role: input}}
+  y: {{shape: [{rows}, {cols}], dtype: {dtype}, role: output}}
+  s: {{shape: [{rows}], dtype: float32, role: output}}
+nodes:
+  - {{name: p, loops: [[i, {rows}], [j, {cols}]], store: "y[{cols}*i + j]", value: "x[{cols}*i + j] * 2.0 + 1.0"}}
+  - {{name: s, loops: [[i, {rows}]], reduce: [[r, {cols}]], store: "s[i]", value: "sum(x[{cols}*i + r])"}}
+"""
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 70), st.integers(1, 40), st.sampled_from(["float32", "bfloat16", "float16"]))
+def test_sizes_triton_cannot_factor_are_written_into_the_kernel(rows: int, cols: int, dtype: str) -> None:
+    """Triton learns of an integer argument only whether it is a multiple of 16, so a mask over a
+    size that is even but not a multiple of 16 could not be read as vectors: each such size a
+    kernel uses is written into it (`xnumel = 1002`, compiled: tests/test_compile_sm90.py), and no
+    other. Either way the kernels match the reference."""
+    g = graph(_scaled_rows(rows, cols, dtype))
+    src = check(g, plan_of(g, [["p"], ["s"]]), SMALL)
+    kernels = [k for k in src.split("@triton.jit") if "def triton_" in k]
+    sizes = {"p": {rows * cols}, "s": {rows, cols}}
+    for text, node in zip(kernels, ("p", "s"), strict=True):
+        body = text.split("):\n", 1)[1]
+        written = [(n, int(v)) for n, v in re.findall(r"^    (\w+numel) = (\d+)$", body, re.M)]
+        for name, value in written:
+            assert value % 2 == 0 and value % 16 and value in sizes[node], (name, value)
+            assert re.search(rf"\b{name}\b", body.split(f"{name} = {value}\n", 1)[1]), name
+        n = rows * cols
+        if node == "p" and "xmask = xindex < xnumel" in body and n % 2 == 0 and n % 16:
+            assert ("xnumel", n) in written
+
+
+def test_written_size_precedes_every_use() -> None:
+    g = graph(_scaled_rows(3, 334, "bfloat16"))  # 1002 points: 2 x 501, Triton knew neither factor
+    src = check(g, plan_of(g, [["p"], ["s"]]), SMALL)
+    kernel = src.split("def triton_poi_fused_mul_add_0(", 1)[1].split("\n\n\n", 1)[0]
+    body = kernel.split("):\n", 1)[1].splitlines()
+    assert body[0] == "    xnumel = 1002" and sum("xnumel" in line for line in body) == 2

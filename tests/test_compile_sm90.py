@@ -142,3 +142,24 @@ def test_random_graphs_compile_for_sm90(
         sources.append(emit_module(stage.graph, stage.plan, options=LOOPED))
     with tempfile.TemporaryDirectory() as tmp:
         _compile(Path(tmp), sources)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _nvidia_backend(), reason="this triton has no NVIDIA backend to compile with")
+def test_sizes_written_into_kernels_let_their_loads_vectorize(tmp_path: Path) -> None:
+    """bfloat16 rows of 1004 points, 999 of them: 1002996 points in all, a multiple of 4 but not
+    of 16. Passed as an argument, Triton could not tell that the mask over it is constant over 4
+    lanes, and loaded one 16-bit element at a time; written into the kernel, its loads (compiled
+    as a launch is specialized: `compile_sm90.py --loads`) are 4 elements, 64 bits, or wider."""
+    from tests.strategies import graph, plan_of
+    from tests.test_codegen import _scaled_rows
+
+    g = graph(_scaled_rows(999, 1004, "bfloat16"))
+    out = tmp_path / "m.py"
+    out.write_text(emit_module(g, plan_of(g, [["p"], ["s"]])))
+    loads = [
+        line.split()
+        for line in _compile_paths(tmp_path, [str(out)], "--loads").splitlines()
+        if line.startswith("LOADS ")
+    ]
+    assert len(loads) == 2 and all(int(bits) >= 64 for _, bits, _ in loads), loads

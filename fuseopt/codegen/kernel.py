@@ -209,13 +209,16 @@ class KernelEmitter(RegisterWindowEmitter):
             lines.append("):")
         else:
             lines.append(sig)
+        body: list[str] = []
         for it in items:
             if isinstance(it, LoopBlock):
-                lines.append(f"    {it.header}")
+                body.append(f"    {it.header}")
                 for s in it.body:
-                    lines.extend(wrap(f"        {s.text}"))
+                    body.extend(wrap(f"        {s.text}"))
             else:
-                lines.extend(wrap(f"    {it.text}"))
+                body.extend(wrap(f"    {it.text}"))
+        lines.extend(_written_sizes(numels, "\n".join(body)))
+        lines.extend(body)
         xnumel = self.launch.axes[0].numel
         chunks = self.strategy.chunks if isinstance(self.strategy, SplitPartial | SplitFinish) else 1
         ws = tuple((w, dt, chunks * xnumel) for w, dt in self.ws_dtypes.items())
@@ -386,3 +389,20 @@ def _dead_code(items: list[Stmt | LoopBlock]) -> list[Stmt | LoopBlock]:
         elif id(it) in keep:
             out.append(it)
     return out
+
+
+# Triton specializes an integer argument on whether it is 1 or a multiple of 16 and learns no
+# other factor of it. A mask `xindex < xnumel` can only be as wide a vector as the factors of
+# xnumel it knows, so a size that is not a multiple of 16 (24686420 = 4 x 6171605: 4-element
+# vectors, not one element a load) is written into the kernel, where Triton sees all of its factors.
+ARGUMENT_DIVISIBILITY = 16
+
+
+def _written_sizes(numels: list[tuple[str, int]], body: str) -> list[str]:
+    """`xnumel = 24686420` for each size the body uses that is even and not a multiple of 16
+    (an odd size has no factor to learn)."""
+    return [
+        f"    {n} = {v}"
+        for n, v in numels
+        if v % ARGUMENT_DIVISIBILITY and v % 2 == 0 and re.search(rf"\b{n}\b", body)
+    ]
