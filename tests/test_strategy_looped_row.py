@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from fuseopt.codegen.common import next_power_of_2
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import LoopedRow, looped_row
@@ -82,29 +83,27 @@ nodes:
 @pytest.mark.parametrize(
     ("rows", "cols", "dtype", "xblock", "r0_block"),
     [
-        (512, 50257, "bfloat16", 1, 4096),  # 512 programs of 1 row: 4 MiB an iteration at 4096
+        (384, 50257, "bfloat16", 1, 4096),  # 384 programs of 1 row: 3 MiB an iteration at 4096
         (256, 128256, "float32", 1, 4096),  # capped at looped_max_r0_block
-        (2048, 50257, "float32", 4, 1024),  # 512 programs of 4 rows: 8 MiB in flight already
-        (512, 1500, "bfloat16", 1, 2048),  # never wider than the row
+        (384, 1500, "bfloat16", 1, 2048),  # never wider than the row
     ],
 )
 def test_few_rows_widen_the_loop_to_keep_bytes_in_flight(
     rows: int, cols: int, dtype: str, xblock: int, r0_block: int
 ) -> None:
-    """Rows too few for the programs a multiprocessor aims at: each program reads more an
-    iteration until all of them read `looped_bytes_in_flight` a multiprocessor (Little's law),
-    on `looped_widened_warps` warps (a point a thread at least); a tile that needed no widening
-    keeps one warp per `reduction_points_per_warp`. Without the rule, R0_BLOCK stays at
-    max_r0_block and the warps follow the points."""
+    """Rows too few for the programs a multiprocessor aims at (fewer than 512 on an H200): each
+    program reads more an iteration until all of them read `looped_bytes_in_flight` a
+    multiprocessor (Little's law), on `looped_widened_warps` warps (a point a thread at least).
+    Without the rule, R0_BLOCK stays at max_r0_block and the warps follow the points (rows enough
+    for the GPU take a row a program: test_rows_enough_for_the_gpu_take_a_row_a_program)."""
     graph, launch = _row_launch(rows, cols, dtype)
     t = CodegenOptions().tuning
     planned = looped_row.applies(graph, launch, CodegenOptions())
     assert planned is not None and planned.config.block("XBLOCK") == xblock
     assert planned.config.block("R0_BLOCK") == r0_block
     by_points = min(t.max_warps, xblock * r0_block // t.reduction_points_per_warp)
-    widened = r0_block > t.max_r0_block
-    want = max(by_points, min(t.looped_widened_warps, xblock * r0_block // 32)) if widened else by_points
-    assert planned.config.num_warps == want == (16 if widened else 8)
+    want = max(by_points, min(t.looped_widened_warps, xblock * r0_block // 32))
+    assert planned.config.num_warps == want == 16
     off = replace(H200, tuning=replace(t, looped_bytes_in_flight=0))
     planned_off = looped_row.applies(graph, launch, CodegenOptions(target=off))
     assert planned_off is not None and planned_off.config.block("R0_BLOCK") == min(r0_block, t.max_r0_block)
@@ -150,3 +149,75 @@ def test_looped_row_work_steps_through_every_loop() -> None:
     steps = -(-launch.axes[1].numel // r0)
     assert looped_row.work(planned.strategy, planned.launch, planned.config, 1) == Work(steps, 1, True)
     assert looped_row.work(planned.strategy, planned.launch, planned.config, 3).steps == 3 * steps
+
+
+def _rows_graph(rows: int, cols: int, dtype: str, passes: int) -> str:
+    """A row sum (one r loop) or a row's values over their sum (`passes` 2: the second loop reads
+    the row again), read along r."""
+    value = f"x[{cols}*i + r]"
+    nodes = f'  - {{name: s, loops: [[i, {rows}]], reduce: [[r, {cols}]], store: "s[i]", value: "sum({value})"}}\n'
+    if passes == 2:
+        nodes += (
+            f'  - {{name: y, loops: [[i, {rows}], [j, {cols}]], store: "y[{cols}*i + j]",'
+            f' value: "x[{cols}*i + j] / s[i]"}}\n'
+        )
+    return f"""
+format: fuseopt-graph/1
+name: rows
+buffers:
+  x: {{shape: [{rows}, {cols}], dtype: {dtype}, role: input}}
+  s: {{shape: [{rows}], dtype: float32, role: {"output" if passes == 1 else "intermediate"}}}
+{"  y: {shape: [" + str(rows) + ", " + str(cols) + "], dtype: float32, role: output}" if passes == 2 else ""}
+nodes:
+{nodes}"""
+
+
+def _looped(text: str, target: str) -> tuple[object, ComputeLaunch, CodegenOptions]:
+    from fuseopt.targets import get
+
+    stage = optimize(load_text(text, "rows.yaml"))
+    (launch,) = [
+        la for la in build_schedule(stage.graph, stage.plan).launches if isinstance(la, ComputeLaunch)
+    ]
+    return stage.graph, launch, CodegenOptions(target=get(target))
+
+
+@pytest.mark.parametrize("target", ["h200", "h100", "a100"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("cols", [5120, 10007, 32000])
+@pytest.mark.parametrize("passes", [1, 2])
+def test_rows_enough_for_the_gpu_take_a_row_a_program(
+    target: str, dtype: str, cols: int, passes: int
+) -> None:
+    """Rows read along r, enough for `looped_programs_per_multiprocessor` programs on every
+    multiprocessor: a row a program (8 rows a program on 16 warps left the H100 few resident warps:
+    a 4096 x 32000 argmax 258 -> 125 us, results/long-rows-2026-12-06-h100.json). A second r loop
+    reads each row again from the L2 while the rows the resident programs hold fit in half of it:
+    the fewest warps that fit, else the most. Each step reads a 16-byte vector a thread or more."""
+    from fuseopt.codegen.launch_configs import _rows_held
+
+    graph, launch, o = _looped(_rows_graph(4096, cols, dtype, passes), target)
+    planned = looped_row.applies(graph, launch, o)
+    assert planned is not None
+    cfg, g, t = planned.config, o.gpu, o.tuning
+    item = 4 if dtype == "float32" else 2
+    assert cfg.block("XBLOCK") == 1
+    vector = cfg.num_warps * g.warp_size * g.max_vector_bytes // item
+    assert cfg.block("R0_BLOCK") >= min(vector, t.looped_max_r0_block, next_power_of_2(cols))
+    again = looped_row.reread_row_bytes(graph, launch)
+    assert (again > 0) == (passes == 2) and again in (0, cols * item)
+    tried = [w for w in (4, 8, 16) if t.looped_row_warps <= w <= t.looped_widened_warps]
+    fits = [w for w in tried if _rows_held(1, w, again, o) <= g.l2_bytes // 2]
+    assert cfg.num_warps == ((fits[0] if fits else tried[-1]) if again else t.looped_row_warps)
+
+
+def test_few_rows_or_rows_along_x_keep_their_tiles() -> None:
+    """Rows too few for the multiprocessors widen instead (more bytes in flight a program), and a
+    tile read along x (a column sum) keeps its rows a program: neither takes a row a program."""
+    graph, launch, o = _looped(_rows_graph(256, 32000, "float32", 2), "h200")
+    planned = looped_row.applies(graph, launch, o)
+    assert planned is not None and planned.config.num_warps == o.tuning.looped_widened_warps
+    text = _rows_graph(4096, 8192, "float32", 1).replace("x[8192*i + r]", "x[4096*r + i]")
+    graph, launch, o = _looped(text.replace("[4096, 8192]", "[8192, 4096]"), "h200")
+    planned = looped_row.applies(graph, launch, o)
+    assert planned is not None and planned.config.block("XBLOCK") > 1

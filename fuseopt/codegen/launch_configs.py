@@ -138,10 +138,12 @@ def configs_reduction(
     sfu: bool = False,
     x_item: int = 0,
     read_item: int = 0,
+    again: int = 0,
 ) -> tuple[LaunchConfig, tuple[LaunchConfig, ...]]:
     """The default launch and autotune candidates of a persistent or looped reduction tile.
     `outer`: the tile's data is mostly contiguous along x, the smallest such element `x_item`
-    bytes (`contiguous_bytes`); `read_item`: the smallest element the tile reads (`read_bytes`)."""
+    bytes (`contiguous_bytes`); `read_item`: the smallest element the tile reads (`read_bytes`);
+    `again`: bytes a row that a looped tile's later r loops read again (`reread_row_bytes`)."""
     g, t = o.gpu, o.tuning
     xcap = next_power_of_2(launch.axes[0].numel)
     rcap = next_power_of_2(launch.axes[1].numel)
@@ -182,9 +184,12 @@ def configs_reduction(
     # programs stream the whole tensor with too few loads in flight; the tile holds about
     # `looped_elements` elements of tile-wide accesses per program.
     programs = _prev_power_of_2(t.looped_programs_per_multiprocessor * g.multiprocessors)
+    # Rows read along r that are enough for those programs one a program: see _row_a_program.
+    row_a_program = not outer and read_item > 0 and launch.axes[0].numel >= programs
     xb = max(
         1, min(t.looped_max_xblock, t.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // programs)))
     )
+    xb = 1 if row_a_program else xb
     if outer and x_item:
         # Each row of the tile reads XBLOCK contiguous elements of an access contiguous along x:
         # fewer than `looped_outer_x_bytes` leave part of every memory sector it fetches unused.
@@ -213,6 +218,8 @@ def configs_reduction(
         # A few programs a multiprocessor, one wave: nothing else hides a step's round trip and
         # arithmetic, so more threads share each step (at least a point a thread).
         warps = max(warps, min(t.looped_widened_warps, xb * rb // g.warp_size))
+    elif row_a_program:
+        rb, warps = _row_warps(rb, again, read_item, rcap, o)
     # No wider than the registers allow: each point of the tile holds its value and an
     # accumulator for each reduction (three for an online variance); a thread past its limit
     # spills them, and reloads them every step.
@@ -222,6 +229,33 @@ def configs_reduction(
     default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
     return default, unique_configs(default, cands)
+
+
+def _row_warps(rb: int, again: int, item: int, rcap: int, o: CodegenOptions) -> tuple[int, int]:
+    """A looped tile read along r whose rows are enough to give every multiprocessor
+    `looped_programs_per_multiprocessor` programs of one row each takes a row a program, not a
+    few programs of several rows, whose accumulators leave room for few resident warps (H100,
+    4096 x 32000 float16 argmax: 8 rows on 8 warps 258 us, a row on 4 warps 125). Its warps:
+    `looped_row_warps`; where later r loops read `again` bytes a row again, the fewest of those
+    doubled up to `looped_widened_warps` whose resident programs' rows fit in half the L2, which
+    serves the second read (the cost model's rule), else the most. Its R0_BLOCK: a vector a
+    thread a step (`max_vector_bytes`) or more."""
+    g, t = o.gpu, o.tuning
+    choices = [t.looped_row_warps]
+    while again and choices[-1] * 2 <= t.looped_widened_warps:
+        choices.append(choices[-1] * 2)
+    fits = [w for w in choices if not again or _rows_held(1, w, again, o) <= g.l2_bytes // 2]
+    warps = fits[0] if fits else choices[-1]
+    r = min(rcap, t.looped_max_r0_block, max(rb, warps * g.warp_size * max(1, g.max_vector_bytes // item)))
+    return r, warps
+
+
+def _rows_held(xb: int, warps: int, row_bytes: int, o: CodegenOptions) -> int:
+    """Bytes of the rows that the programs resident on every multiprocessor (as many as its
+    warps allow) hold."""
+    g = o.gpu
+    resident = min(g.max_warps_per_multiprocessor // warps, g.max_programs_per_multiprocessor)
+    return g.multiprocessors * resident * xb * row_bytes
 
 
 def _splittable(launch: ComputeLaunch) -> bool:

@@ -117,6 +117,10 @@ class Tuning:
         "warps of a looped program whose R0_BLOCK widened for bytes in flight (rows too few), at "
         "least: a wave of a few programs a multiprocessor, each step shared by more threads"
     )
+    looped_row_warps: int = _doc(
+        "warps of a looped program of one row (rows enough for the GPU, read along r) whose rows no "
+        "later r loop reads again; the fewest tried where one does"
+    )
     reduction_points_per_warp: int = _doc("looped, split and finishing tiles: one warp per this many")
     # -- split reductions (partial kernel + finishing kernel)
     split_programs_per_multiprocessor: int = _doc(

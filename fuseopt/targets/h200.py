@@ -21,6 +21,9 @@ HISTORY = "benchmarks/results/README.md (history)"
 COST = "benchmarks/results/cost-2026-12-04.json"  # the cost model against measured H200 pairs
 FEW = "benchmarks/results/few-rows-2026-12-05-h200.json"  # looped rows of vocab-sized reductions, GPU time
 SPLIT = "benchmarks/results/launches-2026-12-05-h200.json"  # split and persistent row launches, GPU time
+LONG_ROWS = (
+    "benchmarks/results/long-rows-2026-12-06-h100.json"  # looped rows, one a program or several, GPU time
+)
 FISSION = (
     "benchmarks/results/fission-2026-12-05-h100.json"  # looped reductions' r loops apart or fused, GPU time
 )
@@ -300,6 +303,11 @@ TUNING, PROVENANCE = tuned(
         16,
         "8 -> 16 warps: lsm_vocab 93.4 -> 79.6 us, a 1024 x 32000 f16 log_softmax 90.0 -> 76.4, a 256 x 128256 bf16 softmax 79.2 -> 75.9; not widened, a 2048-row logsumexp 220.7 / 222.3",
         FEW,
+    ),
+    looped_row_warps=(
+        4,
+        "a row a program on 4 warps, H100: 4096 x 32000 f16 argmax 125 us (8 warps 144, 16: 150), 4096 x 5120 bf16 layer norm 42 (8: 45)",
+        LONG_ROWS,
     ),
     reduction_points_per_warp=(
         512,
