@@ -184,7 +184,7 @@ def configs_reduction(
     # programs stream the whole tensor with too few loads in flight; the tile holds about
     # `looped_elements` elements of tile-wide accesses per program.
     programs = _prev_power_of_2(t.looped_programs_per_multiprocessor * g.multiprocessors)
-    # Rows read along r that are enough for those programs one a program: see _row_a_program.
+    # Rows read along r that are enough for those programs one a program: see _row_warps.
     row_a_program = not outer and read_item > 0 and launch.axes[0].numel >= programs
     xb = max(
         1, min(t.looped_max_xblock, t.max_xblock, _prev_power_of_2(max(1, launch.axes[0].numel // programs)))

@@ -4,7 +4,7 @@ of every reduction); a tile whose data is contiguous along x reads at least
 until their programs keep `looped_bytes_in_flight` bytes a multiprocessor in flight, on
 `looped_widened_warps` warps. A tile read along r whose rows fill the GPU takes a row a program, on as
 many warps as keep the rows its later r loops read again within half the L2
-(`launch_configs._row_a_program`, `reread_row_bytes`)."""
+(`launch_configs._row_warps`, `reread_row_bytes`)."""
 
 from __future__ import annotations
 
