@@ -84,3 +84,37 @@ def test_reductions_of_special_values_are_torchs(op: str, dtype: str) -> None:
     # persistent, looped, split and unrolled kernels; argmax/argmin neither split nor unroll
     # (their pair of value and index has no partial result or per-point form)
     assert len(kernels) == (2 if op.startswith("arg") else 4), kernels
+
+
+# A base that each dtype's doubled maximum or minimum overflows (torch wraps it).
+NARROW = {"int8": 100, "int16": 20000, "uint8": 200}
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("dtype", list(NARROW))
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_arithmetic_on_a_narrow_integer_reduction_wraps_as_torchs(op: str, dtype: str, strategy: str) -> None:
+    """Triton's tl.max and tl.min return int32 for integers narrower than 32 bits; the kernel
+    casts the result back, so that the reduction doubled wraps in its dtype as torch's does
+    (int8: 101 + 101 -> -54), under every strategy that reduces it."""
+    from fuseopt.runtime import compare_with_reference
+    from tests.strategies import plan_of
+
+    text = f"""
+format: fuseopt-graph/1
+name: narrow
+buffers:
+  x: {{shape: [4, 6], dtype: bool, role: input}}
+  y: {{shape: [4], dtype: float32, role: input}}
+  m: {{shape: [4], dtype: {dtype}}}
+  out: {{shape: [4], dtype: float32, role: output}}
+nodes:
+  - {{name: r, loops: [[i, 4]], reduce: [[j, 6]], store: "m[i]", value: "{op}(cast(x[6*i + j], {dtype}) + {NARROW[dtype]})"}}
+  - {{name: p, loops: [[i, 4]], store: "out[i]", value: "y[i] + cast(m[i] + m[i], float32)"}}
+"""
+    g = load_text(text, "narrow.yaml")
+    compare_with_reference(
+        g,
+        plan_of(g, [["r", "p"]]),
+        source=emit_module(g, plan_of(g, [["r", "p"]]), options=STRATEGIES[strategy]),
+    )

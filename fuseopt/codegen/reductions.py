@@ -60,9 +60,9 @@ class ReductionEmitter(ExpressionEmitter):
             raise CodegenError(
                 f"reduction {red.op!r} is not defined on {red.x.dtype.value} values", code="op"
             )
-        if acc.is_int and acc.itemsize < 4 and final.startswith(("tl.max(", "tl.min(", "tl.sum(")):
-            # Triton's max, min and sum widen integers narrower than 32 bits to int32: back to the
-            # accumulator's dtype, so that arithmetic on the result wraps as torch's does
+        if rule.widens and acc.is_int and acc.itemsize < 4:
+            # back from Triton's int32 to the accumulator's dtype, so that arithmetic on the
+            # result wraps as torch's does
             final = f"{final}.to({TL_DTYPE[acc]})"
         if isinstance(self.strategy, SplitFinish):
             finish(self.combine_partials(p, acc, final))

@@ -177,20 +177,28 @@ class ReductionRule:
     final: OpRule
     identity: str  # "zero" | "one" | "lowest" | "highest"
     pair: bool = False
+    # The final is Triton's tl.sum/tl.max/tl.min, which returns int32 for narrower integers.
+    widens: bool = False
 
 
 REDUCTION_RULES: dict[str, ReductionRule] = {
-    "sum": ReductionRule("{a} + {b}", _same("tl.sum({v}, 1)"), "zero"),
+    "sum": ReductionRule("{a} + {b}", _same("tl.sum({v}, 1)"), "zero", widens=True),
     "prod": ReductionRule("{a} * {b}", _same("tl.reduce({v}, 1, _prod_combine)"), "one"),
     "max": ReductionRule(
-        "_maximum({a}, {b})", OpRule("tl.reduce({v}, 1, _max_propagate)", "tl.max({v}, 1)", None), "lowest"
+        "_maximum({a}, {b})",
+        OpRule("tl.reduce({v}, 1, _max_propagate)", "tl.max({v}, 1)", None),
+        "lowest",
+        widens=True,
     ),
     "min": ReductionRule(
-        "_minimum({a}, {b})", OpRule("tl.reduce({v}, 1, _min_propagate)", "tl.min({v}, 1)", None), "highest"
+        "_minimum({a}, {b})",
+        OpRule("tl.reduce({v}, 1, _min_propagate)", "tl.min({v}, 1)", None),
+        "highest",
+        widens=True,
     ),
     "argmax": ReductionRule("_argmax_combine", _same("_argmax_final({v}, {i})"), "lowest", True),
     "argmin": ReductionRule("_argmin_combine", _same("_argmin_final({v}, {i})"), "highest", True),
-    "any": ReductionRule("{a} | {b}", _same("tl.max({v}, 1)"), "zero"),
+    "any": ReductionRule("{a} | {b}", _same("tl.max({v}, 1)"), "zero", widens=True),
 }
 
 # Extern/template ops: torch calls on the logical (as_strided) views of the input buffers.
