@@ -9,10 +9,11 @@ import pytest
 from benchmarks.suite import FORMAT, report, run_suite
 from fuseopt.passes.options import Options
 from fuseopt.passes.pipeline import optimize
-from tests.fixtures.suite import HELDOUT, SUITE, captured
+from tests.fixtures.suite import HELDOUT, SUITE, captured, workload
 
-# A reduction, a pooling in channels-last bf16, an odd-shaped fp16 norm, a zoo piece with a mask.
-REPRESENTATIVE = ["sum_f32", "avg_s2_cl_bf16", "ln_f16_odd", "zoo_attn"]
+# A reduction, a pooling in channels-last bf16, an odd-shaped fp16 norm, a zoo piece with a mask,
+# and a held-out row minimum (--only takes HELDOUT names too).
+REPRESENTATIVE = ["sum_f32", "avg_s2_cl_bf16", "ln_f16_odd", "zoo_attn", "amin_5000_f16"]
 
 
 def test_suite_has_the_issues_breadth() -> None:
@@ -25,7 +26,7 @@ def test_suite_has_the_issues_breadth() -> None:
 @pytest.mark.slow  # every suite workload through every variant under the interpreter
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1")
 def test_small_suite_checks_every_variant_in_process() -> None:
-    """benchmarks/suite.py --small on four workloads: captured, every variant checked (no timing)."""
+    """benchmarks/suite.py --small on five workloads: captured, every variant checked (no timing)."""
     seen: list[str] = []
     results = run_suite(
         REPRESENTATIVE, small=True, interpret=True, on_result=lambda r: seen.append(r["workload"])
@@ -35,6 +36,7 @@ def test_small_suite_checks_every_variant_in_process() -> None:
         assert res["ok"], res["summary"]["errors"]
         assert [v["name"] for v in res["variants"]] == ["fuseopt", "unfused", "eager"]
         assert res["summary"]["fuseopt_ms"] is None and res["summary"]["kernels"]["fuseopt"] >= 1
+        assert res["sizes"] == dict(workload(res["workload"]).small)
     doc = report(results, device="cpu-interpret", copy_gbps=None, read_gbps=None, versions={})
     assert doc["format"] == FORMAT and doc["ok"] == doc["workloads"] == len(REPRESENTATIVE)
     assert doc["geomean_vs_torch_compile"] is None and doc["below_1x_torch_compile"] == []
