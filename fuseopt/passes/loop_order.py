@@ -28,7 +28,14 @@ from fuseopt.ir.expr import Load, Var
 from fuseopt.ir.graph import ComputeNode, Graph, LoopVar, Node
 from fuseopt.passes.fusion_state import FusionState, Group
 from fuseopt.passes.legality import Verdict, check_fusion
-from fuseopt.passes.loop_transform import boundary, merge_all, mergeable_pairs, permute, refactor
+from fuseopt.passes.loop_transform import (
+    boundary,
+    keeps_reduce_order,
+    merge_all,
+    mergeable_pairs,
+    permute,
+    refactor,
+)
 from fuseopt.passes.options import Options
 from fuseopt.plan import Reorder
 
@@ -259,7 +266,14 @@ class LoopOrder:
         if cand.key[0] == "permute":
             _, p, rp = cand.key
             assert isinstance(p, tuple) and isinstance(rp, tuple)
-            return self._each(members, cand.key, lambda n: permute(n, p, rp if n.reduce else None))
+
+            def permuted(n: ComputeNode) -> ComputeNode | None:
+                reordered = rp != tuple(sorted(rp))
+                if n.reduce and reordered and keeps_reduce_order(n):
+                    return None  # an argmax/argmin's result is a position in its reduce order
+                return permute(n, p, rp if n.reduce else None)
+
+            return self._each(members, cand.key, permuted)
         shape = cand.key[1]
         assert isinstance(shape, tuple)
         taken = self._buffer_names(state.graph) | {lv.name for n in members for lv in n.loops}

@@ -5,6 +5,8 @@ one-to-one correspondence with the old one and whose expressions are rewritten s
 computes the same value at the same address. The proofs are exact polynomial identities on
 expressions built directly (never parsed from text):
   - a permutation of loops is a bijection by construction (checked: the order is a permutation);
+    the reduce loops of an argmax/argmin are never permuted: its result is a position in their
+    row-major order, and its first occurrence is first in that order (`keeps_reduce_order`);
   - merging and re-factoring keep the row-major flat position: sum(old_i * T_i), with each old
     variable written in the new ones, must simplify to sum(new_j * S_j).
 """
@@ -23,6 +25,7 @@ from fuseopt.ir.expr import (
     Expr,
     IndexValue,
     Load,
+    Reduce,
     Var,
     substitute_vars,
     to_text,
@@ -35,6 +38,12 @@ from fuseopt.ir.graph import ComputeNode, Graph, LoopVar
 _I64 = DType.int64
 
 
+def keeps_reduce_order(node: ComputeNode) -> bool:
+    """Whether the node's value depends on the order of its reduce loops, beyond rounding: an
+    argmax/argmin returns a position in their row-major order (ties: the first in it)."""
+    return isinstance(node.value, Reduce) and node.value.op in ("argmax", "argmin")
+
+
 def permute(node: ComputeNode, order: Sequence[int], rorder: Sequence[int] | None = None) -> ComputeNode:
     """New loop order: new position p holds old loop order[p] (same for `reduce` with rorder)."""
     if sorted(order) != list(range(len(node.loops))):
@@ -44,6 +53,8 @@ def permute(node: ComputeNode, order: Sequence[int], rorder: Sequence[int] | Non
     if rorder is not None:
         if sorted(rorder) != list(range(len(node.reduce))):
             raise CheckFailed(f"{node.name}: {list(rorder)} is not a permutation of the reduce loops")
+        if list(rorder) != sorted(rorder) and keeps_reduce_order(node):
+            raise CheckFailed(f"{node.name}: an argmax/argmin's reduce loops keep their order")
         red = tuple(node.reduce[i] for i in rorder)
     return replace(node, loops=loops, reduce=red)
 
