@@ -131,7 +131,7 @@ def _prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> 
 _FIXED_NAMES = frozenset(
     {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
     | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_prune"}
-    | {"PDL", "_pdl", "pdl", "_write_results"}
+    | {"PDL", "_pdl", "pdl", "_write_results", "kept"}
 )
 
 
@@ -167,39 +167,64 @@ def build_module(
             f'{names[b.name]} = _input(inputs, "{ident(b.name)}", {b.storage_size}, {TORCH_DTYPE[b.dtype]})'
         )
     body.append(f"device = {names[inputs[0].name]}.device" if inputs else "device = _default_device()")
-    for name in schedule.materialised:
+    first, last = _lifetimes(schedule, emitted_for)
+
+    def alloc(name: str) -> str:
         b = graph.buffer(name)
-        body.append(f"{names[name]} = _empty({b.storage_size}, {TORCH_DTYPE[b.dtype]}, device)")
+        return f"{names[name]} = _empty({b.storage_size}, {TORCH_DTYPE[b.dtype]}, device)"
+
+    body.extend(alloc(n) for n in schedule.materialised if n not in first)  # used by no launch
+    freed = [n for n in schedule.materialised if n in last and graph.buffer(n).role == "intermediate"]
+    if freed:  # an intermediate is deleted after its last use; `intermediates` keeps it here
+        body.append("kept: dict[str, torch.Tensor] = {}")
     pdl_known = False
-    own = set(schedule.materialised)  # allocated above; a group allocates what its loops apart pass
-    for launch, group in zip(schedule.launches, emitted_for, strict=True):
+    own = set(schedule.materialised)  # allocated at first use; a group allocates what its loops apart pass
+    for index, (launch, group) in enumerate(zip(schedule.launches, emitted_for, strict=True)):
         body.append("")
+        allocated = [alloc(n) for n in schedule.materialised if first.get(n) == index]
         if isinstance(launch, LibraryLaunch):
-            body.extend(_library_call(graph, launch, names))
-            continue
-        nodes = ", ".join(ident(p.node.name) for p in launch.placements)
-        kernel = comment_text(launch.plan_kernel)
-        if not group:
-            body.append(f"# {kernel}: {nodes}: nothing to run (no output is read or returned)")
-            continue
-        body.append(f"# {kernel}: {nodes}{_group_note(group)}")
-        for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
-            body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
-        for passed in dict.fromkeys(s for k in group for s in k.tiling.launch.stores if s not in own):
-            info = graph.buffer(passed)  # a result one loop apart passes to a later one (`fission`)
-            body.append(f"{names[passed]} = _empty({info.storage_size}, {TORCH_DTYPE[info.dtype]}, device)")
-        split = any(isinstance(k.tiling.strategy, SplitPartial) for k in group)
-        if split and not pdl_known:  # decided once, before the first split's launches
-            body.append("pdl = _pdl(device)")
-            pdl_known = True
-        body.extend(line for k in group for line in _launch(k, names))
+            lines = _library_call(graph, launch, names)
+            at = next(i for i, line in enumerate(lines) if not line.startswith("#"))  # after its comments
+            body.extend([*lines[:at], *allocated, *lines[at:]])
+        else:
+            nodes = ", ".join(ident(p.node.name) for p in launch.placements)
+            kernel = comment_text(launch.plan_kernel)
+            if not group:
+                body.append(f"# {kernel}: {nodes}: nothing to run (no output is read or returned)")
+                continue
+            body.append(f"# {kernel}: {nodes}{_group_note(group)}")
+            body.extend(allocated)
+            temporary = list(dict.fromkeys(w for k in group for w, _, _ in k.workspaces))
+            for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
+                body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
+            for passed in dict.fromkeys(s for k in group for s in k.tiling.launch.stores if s not in own):
+                body.append(alloc(passed))  # a result one loop apart passes to a later one (`fission`)
+                temporary.append(passed)
+            split = any(isinstance(k.tiling.strategy, SplitPartial) for k in group)
+            if split and not pdl_known:  # decided once, before the first split's launches
+                body.append("pdl = _pdl(device)")
+                pdl_known = True
+            body.extend(line for k in group for line in _launch(k, names))
+            if temporary:
+                body.append("del " + ", ".join(names[t] for t in temporary))
+        done = [n for n in freed if last[n] == index]
+        if done:
+            body.append("if intermediates:")
+            body.append("    kept.update({" + ", ".join(f'"{ident(n)}": {names[n]}' for n in done) + "})")
+            body.append("del " + ", ".join(names[n] for n in done))
     outputs = sorted(b.name for b in graph.outputs)
-    extra = [n for n in schedule.materialised if graph.buffer(n).role == "intermediate"]
+    unused = [
+        f'"{ident(n)}": {names[n]}' for n in schedule.materialised if n not in last and n not in outputs
+    ]
     body.append("")
     body.append("result = {" + ", ".join(f'"{ident(n)}": {names[n]}' for n in outputs) + "}")
-    if extra:
+    if freed or unused:
         body.append("if intermediates:")
-        body.append("    result.update({" + ", ".join(f'"{ident(n)}": {names[n]}' for n in extra) + "})")
+        body.append(
+            "    result.update(kept)"
+            if not unused
+            else "    result.update({" + ", ".join(["**kept"] * bool(freed) + unused) + "})"
+        )
     body.append("return result")
 
     helpers = helper_closure([h for k in kernels for h in helpers_used(k.source)])
@@ -244,6 +269,24 @@ def build_module(
     parts.append("\n".join(call) + "\n")
     text = parts[0].rstrip("\n") + "\n\n" + "\n\n".join(p.rstrip("\n") + "\n" for p in parts[1:])
     return check_module(text.replace("\n\n\n\n", "\n\n\n"))
+
+
+def _lifetimes(
+    schedule: Schedule, emitted_for: list[list[EmittedKernel]]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Each materialised buffer's first and last launch (by index) that reads or writes it; one
+    no launch uses is in neither."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for index, (launch, group) in enumerate(zip(schedule.launches, emitted_for, strict=True)):
+        if isinstance(launch, LibraryLaunch):
+            used = [*launch.node.read_buffers(), *launch.node.outputs]
+        else:
+            used = [b for k in group for b in k.args]
+        for b in used:
+            first.setdefault(b, index)
+            last[b] = index
+    return first, last
 
 
 def _group_note(group: list[EmittedKernel]) -> str:
