@@ -258,3 +258,54 @@ def test_zero_d_and_unit_dims() -> None:
     assert _errors(_graph([1, 4, 1], [0, 1, 0], 0, [("i", 4)], "i")) == []
     (err,) = _errors(_graph([1, 4], [0, 1], 0, [("i", 4), ("j", 2)], "i"))
     assert "does not use loop 'j'" in err.message or "2 times" in err.message
+
+
+# -- reads of written buffers ---------------------------------------------------------------------
+def _reader(layout: str, value: str, loops: str = "[[i, 3]]") -> str:
+    return (
+        "format: fuseopt-graph/1\nname: reads\nbuffers:\n"
+        "  x: {shape: [3], dtype: float32, role: input}\n"
+        f"  t: {{shape: [3], {layout}, dtype: float32}}\n"
+        "  out: {shape: [3], dtype: float32, role: output}\n"
+        "nodes:\n"
+        "  - {name: n0, loops: [[i, 3]], store: 't[STORE]', value: 'x[i] + 1'}\n"
+        f"  - {{name: n1, loops: {loops}, store: 'out[i]', value: '{value}'}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("layout", "store", "value", "gap"),
+    [
+        ("stride: [2]", "2*i", "t[2*(i % 2) + 1]", 1),  # between the elements
+        ("stride: [2]", "2*i", "t[i]", 1),  # i = 1 lands between elements 0 and 1
+        ("stride: [1], offset: 2", "i + 2", "t[i + 1]", 1),  # dense, but below the offset
+        ("stride: [2]", "2*i", "t[2*i] + t[2*(i % 2) + 1] * 0", 1),  # a value that counts, even times 0
+    ],
+)
+def test_a_load_of_storage_nothing_writes_is_refused_with_its_position(
+    layout: str, store: str, value: str, gap: int
+) -> None:
+    (err,) = _errors(_reader(layout, value).replace("STORE", store))
+    assert err.code == "coverage" and err.pointer == "/nodes/1/value"
+    assert f"reads storage position {gap}, which is not an element of 't'" in err.message
+
+
+@pytest.mark.parametrize(
+    ("layout", "store", "value"),
+    [
+        ("stride: [2]", "2*i", "t[2*i]"),  # the elements, as laid out
+        ("stride: [2]", "2*i", "t[4 - 2*i]"),  # reversed
+        ("stride: [2]", "2*i", "masked(i < 0, t[2*(i % 2) + 1], 0.0)"),  # read only where wanted
+        ("stride: [2]", "2*i", "where(i < 0, t[2*(i % 2) + 1], 0.0)"),  # a discarded branch
+        ("stride: [1], offset: 2", "i + 2", "t[i + 2]"),
+    ],
+)
+def test_loads_of_elements_or_discarded_values_are_accepted(layout: str, store: str, value: str) -> None:
+    assert _errors(_reader(layout, value).replace("STORE", store)) == []
+
+
+def test_a_reduction_reads_elements_over_its_reduce_loops_too() -> None:
+    text = _reader("stride: [2]", "sum(t[2*r])", "[[i, 3]], reduce: [[r, 3]]").replace("STORE", "2*i")
+    assert _errors(text) == []
+    (err,) = _errors(text.replace("sum(t[2*r])", "sum(t[r + i])"))
+    assert "reads storage position 1" in err.message

@@ -553,3 +553,28 @@ def test_logical_outputs_lists_outputs_in_buffer_order() -> None:
         [_node("x[i0]", "o2[i0]", [["i0", 2]]), _node("x[i0]", "o1[i0]", [["i0", 2]], name="n1")],
     )
     assert list(logical_outputs(g, run_graph(g))) == ["o2", "o1"]
+
+
+def test_a_gather_into_a_padded_written_buffer_stays_in_its_dimension() -> None:
+    """t is [4, 3] at strides [1, 8]: storage positions 4-7 and 12-15 are gaps nothing writes.
+    Reading its first two columns, the storage alone would let ids reach 11 (ids + 8*i1 <= 19); a
+    gather along dim 0 keeps ids in [0, 3], so every read is an element (the interpreter would
+    read a gap as 0, generated code whatever the allocator left)."""
+
+    def gather(stride: int) -> Graph:
+        t = {"shape": [4, 3], "stride": [1, stride], "dtype": "float32", "role": "intermediate"}
+        return make_graph(
+            {"x": _io([4, 3]), "ids": _io([4], "int32"), "t": t, "out": _io([4, 2], role="output")},
+            [
+                _node("x[3*i0 + i1] + 1", f"t[i0 + {stride}*i1]", [["i0", 4], ["i1", 3]], name="pad"),
+                _node(f"t[ids[i0] + {stride}*i1]", "out[2*i0 + i1]", [["i0", 4], ["i1", 2]], name="gather"),
+            ],
+        )
+
+    g = gather(8)
+    assert index_value_ranges(g) == {"ids": (0, 3)}
+    assert index_value_ranges(gather(4)) == {"ids": (0, 7)}  # no gaps: the storage's bound, 11 - 4
+    for seed in range(6):
+        st = run_graph(g, seed=seed)
+        t = st["x"].reshape(4, 3)[:, :2] + 1
+        assert torch.equal(st["out"].reshape(4, 2), t[st["ids"].long()])

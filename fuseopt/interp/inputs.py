@@ -3,7 +3,10 @@
 Floats are standard normal, bools fair coins, integers small and non-negative. An integer input
 that feeds an indirect index (`x[64*ids[i0] + i1]`) gets values that keep that index inside `x`'s
 storage at every point of the loop box, when the index is linear in the load; otherwise the small
-default range. Each buffer draws from its own generator, seeded from (seed, buffer name), so adding
+default range. Where the indexed buffer is written and its layout has gaps (storage no element
+occupies, which nothing writes), the value also stays within the dimension whose stride is its
+coefficient, as a gather along that dimension reads (`t[ids[i] + 2*j]` over a [4, 3] buffer of
+strides [1, 2]: ids in [0, 3]). Each buffer draws from its own generator, seeded from (seed, buffer name), so adding
 a buffer does not change the others' values.
 """
 
@@ -98,14 +101,25 @@ def _indirect_constraints(node: ComputeNode, buffers: Mapping[str, BufferInfo]) 
                 hi += max(k2 * r[0], k2 * r[1])
             if not known:
                 continue
-            size = buffers[outer.buffer].storage_size
+            read = buffers[outer.buffer]
+            size = read.storage_size
             # Need 0 <= k*v + rest and k*v + rest <= size - 1 for every rest in [lo, hi].
             if k > 0:
                 vlo, vhi = _ceil_div(-lo, k), (size - 1 - hi) // k
             else:
                 vlo, vhi = _ceil_div(hi - (size - 1), -k), lo // -k
-            out.append((atom.buffer, max(vlo, 0), vhi))
+            out.append((atom.buffer, max(vlo, 0), min(vhi, _gather_top(read, k))))
     return out
+
+
+def _gather_top(b: BufferInfo, k: int) -> int:
+    """The largest value a gather of coefficient `k` into `b` takes when `b` is written with gaps
+    in its layout: the extent of the dimension whose stride is |k| (the longest such), less one;
+    no limit where every storage position from the offset on is an element, or no stride is |k|."""
+    if b.role == "input" or b.numel == b.storage_size - b.offset:
+        return _INT_MAX[DType.int64]
+    sizes = [n for n, s in zip(b.shape, b.stride, strict=True) if s == abs(k)]
+    return max(sizes) - 1 if sizes else _INT_MAX[DType.int64]
 
 
 def _ceil_div(a: int, b: int) -> int:

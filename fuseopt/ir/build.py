@@ -21,7 +21,7 @@ from types import MappingProxyType
 from fuseopt.errors import DiagnosticSink, ExprError, FuseoptError
 from fuseopt.ir import models
 from fuseopt.ir.bounds import check_node_bounds
-from fuseopt.ir.coverage import layout_problem, store_problem
+from fuseopt.ir.coverage import counted_loads, layout_problem, read_problem, store_problem
 from fuseopt.ir.dtypes import DType
 from fuseopt.ir.expr import KEYWORDS, Expr, Load, Reduce, Var, walk
 from fuseopt.ir.extern_call import build_call, call_targets, mixed_fields
@@ -159,6 +159,13 @@ def build_graph(model: models.Graph, file: str = "") -> Graph:
                 problem = store_problem(node, bufmap[node.output])
                 if problem is not None:
                     sink.add_error(ExprError(problem, raw.store, node.store.span, "coverage"), f"{ptr}/store")
+                for ld in counted_loads(node.value):
+                    b = bufmap[ld.buffer]
+                    problem = (
+                        None if b.role == "input" or b.name in overlapping else read_problem(node, ld, b)
+                    )
+                    if problem is not None:
+                        sink.add_error(ExprError(problem, raw.value, ld.span, "coverage"), f"{ptr}/value")
             writes = [] if target is None else [(target, f"{ptr}/store")]
         for target, out_ptr in writes:
             if target in written and written[target] != raw.name:

@@ -18,7 +18,10 @@ checks, both exact or refusing:
 Library outputs are written whole through their strides, so for them the layout check suffices;
 an extension-1.1 output view must cover its buffer exactly (`view_cover_problem`: the view's
 positions are the buffer's element positions, each once), and a view read from a written buffer
-must read only its elements (`view_read_problem`), never storage no one writes.
+must read only its elements (`view_read_problem`), never storage no one writes. So must a compute
+node's load whose value counts (`read_problem`: not under a `masked` body or a `where` branch,
+which may discard it), where its affine index can be enumerated; an indirect or larger one is
+left to run time.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from fuseopt.ir.bounds import interval, linear_form
-from fuseopt.ir.expr import Binary, Const, Expr, Unary, Var, walk
+from fuseopt.ir.expr import Binary, Const, Expr, Load, Masked, Unary, Var, Where, walk
 from fuseopt.ir.graph import BufferInfo, ComputeNode, LoopVar, View
 
 # Points (and buffer elements) validation enumerates at most: a few int64 arrays of this length.
@@ -218,6 +221,56 @@ def _not_elements(v: View, b: BufferInfo, position: int) -> str:
         f"the view (shape {list(v.shape)}, stride {list(v.stride)}, offset {v.offset}) reads storage "
         f"position {position}, which is not an element of {b.name!r} (shape {list(b.shape)}, stride "
         f"{list(b.stride)}, offset {b.offset}): nothing writes it"
+    )
+
+
+def read_problem(node: ComputeNode, ld: Load, b: BufferInfo) -> str | None:
+    """Why `node`'s load `ld` of written buffer `b` reads storage that is not one of its elements
+    (a gap of its layout, which nothing writes): None where it does not, or where that cannot be
+    shown by enumerating its index over the node's box. Assumes the load stays inside the storage."""
+    if b.numel == b.storage_size - b.offset:  # dense from the offset: only a read below it misses
+        r = interval(ld.index, node.var_sizes)
+        return None if r is None or r[0] >= b.offset else _read_gap(ld, b, int(r[0]))
+    loops = (*node.loops, *node.reduce)
+    points = 1
+    for lv in loops:
+        points *= lv.size
+    if points > ENUMERATE_LIMIT or b.numel > ENUMERATE_LIMIT or not _enumerable(ld.index, loops):
+        return None
+    if any(_unsafe(e, node.var_sizes) for e in walk(ld.index)):
+        return None
+    import numpy as np
+
+    axes = {
+        lv.name: np.arange(lv.size, dtype=np.int64).reshape(
+            tuple(lv.size if j == i else 1 for j in range(len(loops)))
+        )
+        for i, lv in enumerate(loops)
+    }
+    pos = np.unique(np.asarray(_evaluate(np, ld.index, axes, np.int64)).reshape(-1))
+    elements = np.sort(_positions(np, b))
+    slot = np.minimum(np.searchsorted(elements, pos), len(elements) - 1)
+    outside = np.flatnonzero(elements[slot] != pos)
+    return None if not len(outside) else _read_gap(ld, b, int(pos[outside[0]]))
+
+
+def counted_loads(e: Expr) -> list[Load]:
+    """The loads of `e` whose values count wherever they run: not inside a `masked` body (which
+    runs only where its condition holds) or a `where` branch (whose value one side discards)."""
+    if isinstance(e, Load):
+        return [e, *counted_loads(e.index)]
+    if isinstance(e, Masked):
+        return counted_loads(e.cond) + counted_loads(e.other)
+    if isinstance(e, Where):
+        return counted_loads(e.cond)
+    return [ld for c in e.children() for ld in counted_loads(c)]
+
+
+def _read_gap(ld: Load, b: BufferInfo, position: int) -> str:
+    return (
+        f"the load of {b.name!r} reads storage position {position}, which is not an element of {b.name!r} "
+        f"(shape {list(b.shape)}, stride {list(b.stride)}, offset {b.offset}): nothing writes it (read it "
+        "under masked() where its value is not wanted)"
     )
 
 
