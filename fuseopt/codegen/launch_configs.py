@@ -183,7 +183,7 @@ def configs_reduction(
     # Looped: about `looped_programs_per_multiprocessor` programs a multiprocessor, else a few
     # programs stream the whole tensor with too few loads in flight; the tile holds about
     # `looped_elements` elements of tile-wide accesses per program.
-    programs = _prev_power_of_2(t.looped_programs_per_multiprocessor * g.multiprocessors)
+    programs = looped_programs(o)
     # Rows read along r that are enough for those programs one a program: see _row_warps.
     row_a_program = not outer and read_item > 0 and launch.axes[0].numel >= programs
     xb = max(
@@ -229,6 +229,12 @@ def configs_reduction(
     default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
     return default, unique_configs(default, cands)
+
+
+def looped_programs(o: CodegenOptions) -> int:
+    """The programs a looped tile aims at: about `looped_programs_per_multiprocessor` a
+    multiprocessor (a power of 2)."""
+    return _prev_power_of_2(o.tuning.looped_programs_per_multiprocessor * o.gpu.multiprocessors)
 
 
 def _row_warps(rb: int, again: int, item: int, rcap: int, o: CodegenOptions) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fuseopt.codegen.common import cdiv
-from fuseopt.codegen.launch_configs import split_reduction
+from fuseopt.codegen.launch_configs import looped_programs, split_reduction
 from fuseopt.codegen.launch_counts import contiguous_bytes, rows_aligned, x_contiguous
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch
@@ -43,6 +43,10 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
     # 71 us split against 44 looped; 128 x 200000 f32 row sums: 34.5 split, 54.5 looped).
     along, x_item = contiguous_bytes(graph, launch)
     outer = x_contiguous(along, options.tuning.outer_x_ratio)
+    if not outer and launch.axes[0].numel >= max(options.split_target, looped_programs(options)):
+        # rows read along r, enough that a looped tile takes a row a program, and a row a
+        # program is already `split_target` programs: nothing left for chunks of r to fill
+        return None
     split = split_reduction(
         launch,
         options,
