@@ -201,11 +201,12 @@ REDUCTION_RULES: dict[str, ReductionRule] = {
     "any": ReductionRule("{a} | {b}", _same("tl.max({v}, 1)"), "zero", widens=True),
 }
 
-# Extern/template ops: torch calls on the logical (as_strided) views of the input buffers.
+# Extern/template ops: the torch function called on the logical (as_strided) views of the input
+# buffers, in order.
 LIBRARY_RULES: dict[str, str] = {
-    "mm": "torch.mm({0}, {1})",
-    "bmm": "torch.bmm({0}, {1})",
-    "addmm": "torch.addmm({0}, {1}, {2})",
+    "mm": "torch.mm",
+    "bmm": "torch.bmm",
+    "addmm": "torch.addmm",
 }
 
 # Short names of ops, for kernel names (`triton_poi_fused_mul_add_0`).

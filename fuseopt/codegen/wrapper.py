@@ -13,7 +13,7 @@ import builtins
 import keyword
 from collections.abc import Mapping, Sequence
 
-from fuseopt.codegen.calls import CALL_RUNTIME, call_lines
+from fuseopt.codegen.calls import CALL_RUNTIME, Call, call_lines, take_lines
 from fuseopt.codegen.choice import choose
 from fuseopt.codegen.common import TORCH_DTYPE
 from fuseopt.codegen.emitter import EmittedKernel, kernel_name
@@ -28,7 +28,7 @@ from fuseopt.codegen.strategies import SplitFinish, SplitPartial
 from fuseopt.codegen.tile_shapes import finish_tiling
 from fuseopt.codegen.tiling import CodegenOptions, LaunchConfig, Tiling
 from fuseopt.codegen.windows.sliding import Key
-from fuseopt.ir.graph import BufferInfo, Graph, LibraryNode
+from fuseopt.ir.graph import BufferInfo, Graph, LibraryNode, View
 from fuseopt.plan import Plan
 
 _RUNTIME = """\
@@ -131,7 +131,7 @@ def _prune(configs: list[triton.Config], named_args: dict, **kwargs: object) -> 
 _FIXED_NAMES = frozenset(
     {"torch", "triton", "tl", "inputs", "intermediates", "device", "result", "call", "POISON"}
     | {"_input", "_empty", "_view", "_grid", "_default_device", "CLUSTERS", "_clusters", "_prune"}
-    | {"PDL", "_pdl", "pdl", "_write_results", "kept"}
+    | {"PDL", "_pdl", "pdl", "_take_results", "kept"}
 )
 
 
@@ -181,8 +181,11 @@ def build_module(
     own = set(schedule.materialised)  # allocated at first use; a group allocates what its loops apart pass
     for index, (launch, group) in enumerate(zip(schedule.launches, emitted_for, strict=True)):
         body.append("")
-        allocated = [alloc(n) for n in schedule.materialised if first.get(n) == index]
-        if isinstance(launch, LibraryLaunch):
+        allocs = [alloc(n) if first.get(n) == index else "" for n in schedule.materialised]
+        allocated = [a for a in allocs if a]
+        if isinstance(launch, LibraryLaunch):  # its outputs are the call's results (`_take_results`)
+            outs = launch.node.outputs
+            allocated = [a for n, a in zip(schedule.materialised, allocs, strict=True) if a and n not in outs]
             lines = _library_call(graph, launch, names)
             at = next(i for i, line in enumerate(lines) if not line.startswith("#"))  # after its comments
             body.extend([*lines[:at], *allocated, *lines[at:]])
@@ -254,7 +257,7 @@ def build_module(
     parts.extend(HELPERS[h].source for h in helpers)
     parts.extend(k.source for k in kernels)
     parts.append(_RUNTIME)
-    if any(isinstance(n, LibraryNode) and n.call is not None for n in graph.nodes):
+    if any(isinstance(n, LibraryNode) for n in graph.nodes):
         parts.append(CALL_RUNTIME)
     if not inputs:
         parts.append(_DEFAULT_DEVICE)
@@ -402,9 +405,8 @@ def _library_call(graph: Graph, launch: LibraryLaunch, names: dict[str, str]) ->
     if node.call is not None:
         what = f"{comment_text(node.kind)} {comment_text(node.op)}"
         head = f"# {comment_text(launch.plan_kernel)}: {ident(node.name)} ({what}, run by torch)"
-        return [head, *call_lines(node.call, names, 4)]
-    template = library_rule(node.op)
-    views = [_view(graph.buffer(b), names[b]) for b in node.inputs]
+        return [head, *call_lines(node.call, names, {b.name: b for b in graph.buffers}, 4)]
+    views = tuple(_view(graph.buffer(b), names[b]) for b in node.inputs)
     out = graph.buffer(node.output)
     what = f"{comment_text(node.kind)} {comment_text(node.op)}"
     lines = [f"# {comment_text(launch.plan_kernel)}: {ident(node.name)} ({what}, run by torch)"]
@@ -417,5 +419,6 @@ def _library_call(graph: Graph, launch: LibraryLaunch, names: dict[str, str]) ->
         lines.append(
             "# The template itself runs as the torch call; a fused epilogue is a separate Triton kernel."
         )
-    lines.append(f"{_view(out, names[node.output])}.copy_({template.format(*views)})")
-    return lines
+    whole = View(out.name, out.shape, out.stride, out.offset)
+    run = Call(library_rule(node.op), views)
+    return lines + take_lines(run, [(out, whole)], node.op, node.inputs, names, 4)
