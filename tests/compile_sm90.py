@@ -44,13 +44,20 @@ TARGET = GPUTarget("cuda", 90, 32)
 
 
 def _buffer_dtypes(call: ast.FunctionDef) -> dict[str, str]:
-    """Each local of `call` that holds a storage -> its dtype (`_input`, `_empty`, `torch.empty`)."""
+    """Each local of `call` that holds a storage -> its dtype (`_input`, `_empty`, `torch.empty`,
+    and a library call's results bound by `_take_results`: the dtype of each used output's spec)."""
     out: dict[str, str] = {}
     for node in ast.walk(call):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
         target, f = node.targets[0], node.value
         name = ast.unparse(f.func)
+        if name == "_take_results" and isinstance(target, ast.Tuple) and isinstance(f.args[1], ast.List):
+            specs = [s for s in f.args[1].elts if isinstance(s, ast.Tuple)]
+            for t, spec in zip(target.elts, specs, strict=True):
+                assert isinstance(t, ast.Name)
+                out[t.id] = ast.unparse(spec.elts[4])
+            continue
         if not isinstance(target, ast.Name):
             continue
         if name == "_input":
