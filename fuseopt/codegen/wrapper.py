@@ -181,11 +181,9 @@ def build_module(
     own = set(schedule.materialised)  # allocated at first use; a group allocates what its loops apart pass
     for index, (launch, group) in enumerate(zip(schedule.launches, emitted_for, strict=True)):
         body.append("")
-        allocs = [alloc(n) if first.get(n) == index else "" for n in schedule.materialised]
-        allocated = [a for a in allocs if a]
+        starting = [n for n in schedule.materialised if first.get(n) == index]
         if isinstance(launch, LibraryLaunch):  # its outputs are the call's results (`_take_results`)
-            outs = launch.node.outputs
-            allocated = [a for n, a in zip(schedule.materialised, allocs, strict=True) if a and n not in outs]
+            allocated = [alloc(n) for n in starting if n not in launch.node.outputs]
             lines = _library_call(graph, launch, names)
             at = next(i for i, line in enumerate(lines) if not line.startswith("#"))  # after its comments
             body.extend([*lines[:at], *allocated, *lines[at:]])
@@ -196,7 +194,7 @@ def build_module(
                 body.append(f"# {kernel}: {nodes}: nothing to run (no output is read or returned)")
                 continue
             body.append(f"# {kernel}: {nodes}{_group_note(group)}")
-            body.extend(allocated)
+            body.extend(alloc(n) for n in starting)
             temporary = list(dict.fromkeys(w for k in group for w, _, _ in k.workspaces))
             for w, dt, size in dict.fromkeys(w for k in group for w in k.workspaces):
                 body.append(f"{names[w]} = torch.empty({size}, dtype={TORCH_DTYPE[dt]}, device=device)")
