@@ -1,10 +1,12 @@
 """The generated module as a whole: imports, helpers, kernels and the `call` wrapper.
 
 `call(inputs)` takes flat storages (1-D tensors of each buffer's storage size, keyed by buffer
-name), allocates the materialised buffers, launches the kernels in plan order (torch for extern
-and template nodes, on the logical as_strided views) and returns the output storages; with
-`intermediates=True` it also returns the materialised intermediates. Fused-away intermediates
-never exist. The module needs only torch and triton.
+name), launches the kernels in plan order (torch for extern and template nodes, on the logical
+as_strided views) and returns the output storages. Each materialised buffer is allocated at the
+launch that first uses it (a library call's result becomes its buffer: `calls.take_lines`), and an
+intermediate is deleted after the launch that last uses it (`_lifetimes`); with
+`intermediates=True` they are kept and returned too. Fused-away intermediates never exist. The
+module needs only torch and triton.
 """
 
 from __future__ import annotations
