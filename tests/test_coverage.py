@@ -309,3 +309,10 @@ def test_a_reduction_reads_elements_over_its_reduce_loops_too() -> None:
     assert _errors(text) == []
     (err,) = _errors(text.replace("sum(t[2*r])", "sum(t[r + i])"))
     assert "reads storage position 1" in err.message
+
+
+def test_a_loose_interval_below_the_offset_is_not_taken_for_a_gap() -> None:
+    """`(i % 2) * (i % 2) - (i % 2)` is 0, but its interval is [-1, 1]: the index reaches 4 and 5
+    only, never below the offset 4, though its interval reaches 3. The exact positions decide."""
+    index = "minimum(i, 1) + 4 + ((i % 2) * (i % 2) - (i % 2))"
+    assert _errors(_reader("stride: [1], offset: 4", f"t[{index}]").replace("STORE", "i + 4")) == []

@@ -230,7 +230,8 @@ def read_problem(node: ComputeNode, ld: Load, b: BufferInfo) -> str | None:
     shown by enumerating its index over the node's box. Assumes the load stays inside the storage."""
     if b.numel == b.storage_size - b.offset:  # dense from the offset: only a read below it misses
         r = interval(ld.index, node.var_sizes)
-        return None if r is None or r[0] >= b.offset else _read_gap(ld, b, int(r[0]))
+        if r is not None and r[0] >= b.offset:
+            return None  # else enumerated below: an interval may reach lower than the index does
     loops = (*node.loops, *node.reduce)
     points = 1
     for lv in loops:
