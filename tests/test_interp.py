@@ -578,3 +578,38 @@ def test_a_gather_into_a_padded_written_buffer_stays_in_its_dimension() -> None:
         st = run_graph(g, seed=seed)
         t = st["x"].reshape(4, 3)[:, :2] + 1
         assert torch.equal(st["out"].reshape(4, 2), t[st["ids"].long()])
+
+
+def _gap_gather(value: str) -> Graph:
+    t = {"shape": [4, 3], "stride": [1, 8], "dtype": "float32", "role": "intermediate"}
+    return make_graph(
+        {"x": _io([4, 3]), "ids": _io([4], "int32"), "t": t, "out": _io([4, 2], role="output")},
+        [
+            _node("x[3*i0 + i1] + 1", "t[i0 + 8*i1]", [["i0", 4], ["i1", 3]], name="pad"),
+            _node(value, "out[2*i0 + i1]", [["i0", 4], ["i1", 2]], name="gather"),
+        ],
+    )
+
+
+def test_an_indirect_read_of_a_gap_is_an_error_where_its_value_counts() -> None:
+    """Storage position 5 of t (strides [1, 8]) is no element: nothing writes it. Read through
+    ids = 5 it is reported, naming the node, the position and the point; inside `masked` only
+    where the condition holds, and never in a `where` branch (its value may be discarded)."""
+    ids = torch.tensor([0, 5, 1, 2], dtype=torch.int32)
+
+    def run(value: str) -> dict[str, torch.Tensor]:
+        g = _gap_gather(value)
+        inputs = make_inputs(g)
+        inputs["ids"] = ids
+        return run_graph(g, inputs)
+
+    with pytest.raises(InterpError) as info:
+        run("t[ids[i0] + 8*i1]")
+    msg = str(info.value)
+    assert info.value.node == "gather" and "reads storage position 5 of 't'" in msg and "i0=1, i1=0" in msg
+    with pytest.raises(InterpError, match="storage position 5"):
+        run("masked(i0 > 0, t[ids[i0] + 8*i1], 0.0)")
+    out = run("masked(i0 != 1, t[ids[i0] + 8*i1], 0.0)")["out"].reshape(4, 2)
+    assert torch.equal(out[1], torch.zeros(2))
+    out = run("where(i0 != 1, t[ids[i0] + 8*i1], -1.0)")["out"].reshape(4, 2)
+    assert torch.equal(out[1], torch.full((2,), -1.0))

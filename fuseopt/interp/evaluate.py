@@ -279,6 +279,8 @@ class Evaluator:
             self._check_bounds(e, idx, size, scope.mask)
         if plan.redirect and scope.mask is not None:
             idx = torch.where(scope.mask, idx, 0)
+        if plan.elements:
+            self._check_elements(e, idx, scope.mask)
         return storage[idx].to(compute_torch_dtype(e.dtype))
 
     def _masked(self, e: Masked, scope: _Scope) -> Tensor:
@@ -369,6 +371,36 @@ class Evaluator:
             f"{kind} {to_text(ld)} reads index {value} of {ld.buffer!r}{cond}, outside its storage of "
             f"{size} elements (valid: [0, {size - 1}]) {where}",
             code="out-of-bounds",
+        )
+
+    def _check_elements(self, ld: Load, idx: Tensor, mask: Tensor | None) -> None:
+        """`ld` reads only elements of its written buffer (no gap of its layout, which nothing
+        writes: the reference would read 0 there, generated code what the allocator left)."""
+        b = self.plan.gapped[ld.buffer]
+        elements: Any = self.plan.element_masks.get(b.name)
+        if elements is None or elements.device != idx.device:
+            elements = torch.zeros(b.storage_size, dtype=torch.bool, device=idx.device)
+            positions = torch.arange(b.storage_size, device=idx.device)
+            elements[torch.as_strided(positions, b.shape, b.stride, b.offset).reshape(-1)] = True
+            self.plan.element_masks[b.name] = elements
+        bad = ~elements[idx]
+        if mask is not None:
+            bad = bad & mask
+        if not bool(bad.any()):
+            return
+        shape = torch.broadcast_shapes(bad.shape, idx.shape)
+        bad, idx = bad.broadcast_to(shape), idx.broadcast_to(shape)
+        first = torch.nonzero(bad)[0].tolist() if bad.dim() else []
+        where = (
+            f"at the point ({self.box.describe(first)})"
+            if len(first) == len(self.box.names)
+            else "at every point"
+        )
+        raise self.error(
+            f"{to_text(ld)} reads storage position {int(idx[tuple(first)])} of {ld.buffer!r} {where}, which "
+            f"is not an element of it (shape {list(b.shape)}, stride {list(b.stride)}, offset {b.offset}): "
+            "nothing writes it",
+            code="gap",
         )
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fuseopt.ir.bounds import Interval, Linear, constraints, interval, masked_interval
-from fuseopt.ir.expr import Binary, Const, Expr, IndexValue, Load, Masked, Unary, Var, walk
+from fuseopt.ir.expr import Binary, Const, Expr, IndexValue, Load, Masked, Unary, Var, Where, walk
 from fuseopt.ir.graph import BufferInfo, ComputeNode
 
 
@@ -37,12 +37,15 @@ class NodePlan:
     loads: dict[int, LoadPlan]  # by id(Load)
     sums: dict[int, IndexSum]  # by id(index expression)
     shared: frozenset[Expr]  # sub-trees that occur more than once: computed once per scope (CSE)
+    gapped: dict[str, BufferInfo]  # written buffers with gaps that some checked load reads
+    element_masks: dict[str, object] = field(default_factory=dict)  # buffer -> its positions' mask (lazy)
 
 
 @dataclass(frozen=True)
 class LoadPlan:
     check: bool  # test the index against the storage at run time
     redirect: bool  # under a mask: send masked-off lanes to index 0 before the gather
+    elements: bool = False  # test that it reads elements of its (written, gapped) buffer
 
 
 _FULL_CHECK = LoadPlan(check=True, redirect=True)
@@ -63,33 +66,48 @@ def plan_loads(node: ComputeNode, buffers: Mapping[str, BufferInfo]) -> dict[int
     def record(ld: Load, plan: LoadPlan) -> None:
         old = plans.get(id(ld))
         if old is not None:
-            plan = LoadPlan(old.check or plan.check, old.redirect or plan.redirect)
+            plan = LoadPlan(
+                old.check or plan.check, old.redirect or plan.redirect, old.elements or plan.elements
+            )
         plans[id(ld)] = plan
 
-    def visit(e: Expr, conds: list[tuple[Linear, Interval]] | None, masked: bool) -> None:
+    def visit(e: Expr, conds: list[tuple[Linear, Interval]] | None, masked: bool, counted: bool) -> None:
         if isinstance(e, Masked):
-            visit(e.cond, conds, masked)
+            visit(e.cond, conds, masked, counted)
             new = constraints(e.cond, ranges)
-            visit(e.body, None if new is None or conds is None else conds + new, True)
-            visit(e.other, conds, masked)
+            visit(e.body, None if new is None or conds is None else conds + new, True, counted)
+            visit(e.other, conds, masked, counted)
+            return
+        if isinstance(e, Where):
+            visit(e.cond, conds, masked, counted)
+            visit(e.a, conds, masked, False)
+            visit(e.b, conds, masked, False)
             return
         if isinstance(e, Load):
-            size = buffers[e.buffer].storage_size
+            b = buffers[e.buffer]
+            size = b.storage_size
+            elements = counted and b.role != "input" and has_gaps(b)
             indirect = any(isinstance(n, Load) for n in walk(e.index))
             if not indirect and _inside(interval(e.index, ranges), size):
-                record(e, LoadPlan(check=False, redirect=False))
+                record(e, LoadPlan(check=False, redirect=False, elements=elements))
             elif not indirect and masked and conds is not None:
                 proven = _inside(masked_interval(e.index, conds, ranges), size)
-                record(e, LoadPlan(check=not proven, redirect=True))
+                record(e, LoadPlan(check=not proven, redirect=True, elements=elements))
             else:
-                record(e, _FULL_CHECK)
-            visit(e.index, conds, masked)
+                record(e, LoadPlan(True, True, elements))
+            visit(e.index, conds, masked, counted)
             return
         for c in e.children():
-            visit(c, conds, masked)
+            visit(c, conds, masked, counted)
 
-    visit(node.value, [], False)
+    visit(node.value, [], False, True)
     return plans
+
+
+def has_gaps(b: BufferInfo) -> bool:
+    """Whether some storage position of `b` is no element (below its offset, or between its
+    elements): for a valid layout, fewer elements than positions from the offset on."""
+    return b.offset > 0 or b.numel != b.storage_size
 
 
 def plan_for(plans: Mapping[int, LoadPlan], ld: Load) -> LoadPlan:
@@ -108,7 +126,13 @@ def plan_node(node: ComputeNode, buffers: Mapping[str, BufferInfo]) -> NodePlan:
         sums[id(ix)] = IndexSum(const, tuple((t, k) for t, k in terms.items() if k != 0))
     counts = Counter(e for e in walk(node.value) if not isinstance(e, Const | Var))
     shared = frozenset(e for e, k in counts.items() if k > 1)
-    return NodePlan(plan_loads(node, buffers), sums, shared)
+    loads = plan_loads(node, buffers)
+    gapped = {
+        e.buffer: buffers[e.buffer]
+        for e in walk(node.value)
+        if isinstance(e, Load) and plan_for(loads, e).elements
+    }
+    return NodePlan(loads, sums, shared, gapped)
 
 
 def _split(e: Expr) -> tuple[int, dict[Expr, int]]:
