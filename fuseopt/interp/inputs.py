@@ -5,9 +5,9 @@ that feeds an indirect index (`x[64*ids[i0] + i1]`) gets values that keep that i
 storage at every point of the loop box, when the index is linear in the load; otherwise the small
 default range. Where the indexed buffer is written and its layout has gaps (storage no element
 occupies, which nothing writes), the value also stays within the dimension whose stride is its
-coefficient, as a gather along that dimension reads (`t[ids[i] + 2*j]` over a [4, 3] buffer of
-strides [1, 2]: ids in [0, 3]). Each buffer draws from its own generator, seeded from (seed, buffer name), so adding
-a buffer does not change the others' values.
+coefficient, as a gather along that dimension reads (`t[ids[i] + 8*j]` over a [4, 3] buffer of
+strides [1, 8]: ids in [0, 3]). Each buffer draws from its own generator, seeded from (seed,
+buffer name), so adding a buffer does not change the others' values.
 """
 
 from __future__ import annotations
