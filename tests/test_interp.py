@@ -613,3 +613,19 @@ def test_an_indirect_read_of_a_gap_is_an_error_where_its_value_counts() -> None:
     assert torch.equal(out[1], torch.zeros(2))
     out = run("where(i0 != 1, t[ids[i0] + 8*i1], -1.0)")["out"].reshape(4, 2)
     assert torch.equal(out[1], torch.full((2,), -1.0))
+
+
+def test_a_gather_into_a_written_buffer_with_an_offset_stays_above_it() -> None:
+    """t is dense from its offset 3: positions 0-2 are no element. ids stays in [3, 8] - 3."""
+    t = {"shape": [6], "stride": [1], "offset": 3, "dtype": "float32", "role": "intermediate"}
+    g = make_graph(
+        {"x": _io([6]), "ids": _io([4], "int32"), "t": t, "out": _io([4], role="output")},
+        [
+            _node("x[i0] + 1", "t[i0 + 3]", [["i0", 6]], name="shift"),
+            _node("t[ids[i0]]", "out[i0]", [["i0", 4]], name="gather"),
+        ],
+    )
+    assert index_value_ranges(g) == {"ids": (3, 8)}
+    for seed in range(6):
+        st = run_graph(g, seed=seed)  # the reference refuses a read of positions 0-2
+        assert torch.equal(st["out"], st["x"][st["ids"].long() - 3] + 1)

@@ -2,8 +2,8 @@
 
 Floats are standard normal, bools fair coins, integers small and non-negative. An integer input
 that feeds an indirect index (`x[64*ids[i0] + i1]`) gets values that keep that index inside `x`'s
-storage at every point of the loop box, when the index is linear in the load; otherwise the small
-default range. Where the indexed buffer is written and its layout has gaps (storage no element
+storage at every point of the loop box (a written buffer's from its offset on), when the index is
+linear in the load; otherwise the small default range. Where the indexed buffer is written and its layout has gaps (storage no element
 occupies, which nothing writes), the value also stays within the dimension whose stride is its
 coefficient, as a gather along that dimension reads (`t[ids[i] + 8*j]` over a [4, 3] buffer of
 strides [1, 8]: ids in [0, 3]). Each buffer draws from its own generator, seeded from (seed,
@@ -103,11 +103,12 @@ def _indirect_constraints(node: ComputeNode, buffers: Mapping[str, BufferInfo]) 
                 continue
             read = buffers[outer.buffer]
             size = read.storage_size
-            # Need 0 <= k*v + rest and k*v + rest <= size - 1 for every rest in [lo, hi].
+            first = 0 if read.role == "input" else read.offset  # a written buffer's first element
+            # Need first <= k*v + rest and k*v + rest <= size - 1 for every rest in [lo, hi].
             if k > 0:
-                vlo, vhi = _ceil_div(-lo, k), (size - 1 - hi) // k
+                vlo, vhi = _ceil_div(first - lo, k), (size - 1 - hi) // k
             else:
-                vlo, vhi = _ceil_div(hi - (size - 1), -k), lo // -k
+                vlo, vhi = _ceil_div(hi - (size - 1), -k), (lo - first) // -k
             out.append((atom.buffer, max(vlo, 0), min(vhi, _gather_top(read, k))))
     return out
 
