@@ -206,6 +206,7 @@ class EmitterCore:
         self.cells_yrow: Val | None = None
         self.streams = False  # loads marked evict_first (set by body: see streaming)
         self.reread: set[str] = set()  # buffers a later r loop of the kernel reads again
+        self.read_before: set[str] = set()  # buffers an earlier r loop of the kernel read
         self.narrow: dict[str, Val] = {}  # float32 temporary -> the float16/bfloat16 value it widens
         self.zero_masked: dict[str, frozenset[str]] = {}  # load (widened or not) -> its mask terms
         frame = frame_of(self.launch, self.unroll)  # an unrolled reduction's digits: bound per point

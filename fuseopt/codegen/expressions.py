@@ -19,6 +19,7 @@ from fuseopt.codegen.emitter import (
     literal_text,
     paren,
 )
+from fuseopt.codegen.eviction import eviction_hint
 from fuseopt.codegen.indexing import Digit, axis_digit, merged_terms
 from fuseopt.codegen.layout import LINE_LENGTH
 from fuseopt.codegen.rules import (
@@ -239,19 +240,16 @@ class ExpressionEmitter(EmitterCore):
         if masks:
             other = "0.0" if buf.dtype.is_float else "0"
             args += f", {' & '.join(m.text for m in masks)}, other={other}"
-        if isinstance(self.strategy, Tile2D):
-            # A transposed 2D tile: Inductor's choice for these loads, and faster on apbt (commit 0c70975).
-            args += ', eviction_policy="evict_last"'
-        elif self.loop is not None and ld.buffer in self.reread:
-            # A later r loop reads the row again: keep it in the L2 (Inductor's choice for the
-            # first pass of a looped softmax).
-            args += ', eviction_policy="evict_last"'
-        elif self.streams and all(a in idx.axes for a in self.dims):
-            # Data read once, a distinct element at every point of the tile, by a reduction that
-            # writes only its results: the first lines the L2 replaces, so that what it holds
-            # stays: faster for every such kernel tried, slower for every kernel that also writes
-            # a point's output (explore rounds 29-30, benchmarks/results/README.md, History).
-            args += ', eviction_policy="evict_first"'
+        hint = eviction_hint(
+            tile_2d=isinstance(self.strategy, Tile2D),
+            looped=self.loop is not None,
+            reread=ld.buffer in self.reread,
+            broadcast="x" not in idx.axes,
+            read_before=ld.buffer in self.read_before,
+            streams=self.streams and all(a in idx.axes for a in self.dims),
+        )
+        if hint is not None:
+            args += f', eviction_policy="{hint}"'
         rhs = f"tl.load({args})"
         cdt = compute_dtype(buf.dtype)
         deps = [idx, *masks]

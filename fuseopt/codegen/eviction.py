@@ -1,0 +1,38 @@
+"""Which L2 eviction hint a load carries (Triton's `eviction_policy`): the first rule that holds.
+
+- A transposed 2D tile's loads: `evict_last` (Inductor's choice for them; faster on apbt,
+  commit 0c70975).
+- In an r loop, a buffer that a later r loop of the kernel reads again: `evict_last`, so that
+  the second read finds the row in the L2 (Inductor's choice for a looped softmax's first pass).
+- In an r loop, a load that reads the same elements for every row of the tile (a norm's
+  weight): `evict_last`, since every program reads them.
+- In the last r loop that reads a buffer an earlier loop read: `evict_first`: the row is done
+  with, and its lines make room for the rows other programs read again (Inductor marks a
+  buffer's last load so).
+- A streaming kernel's loads (`ReductionEmitter.streaming`: a reduction that writes only its
+  results and reads each input once), touching a distinct element at every point of the tile:
+  `evict_first`, so that what the L2 holds stays: faster for every such kernel tried, slower for
+  every kernel that also writes a point's output (explore rounds 29-30, benchmarks/results/
+  README.md, History).
+- Anything else: no hint.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Hint = Literal["evict_first", "evict_last"]
+
+
+def eviction_hint(
+    *, tile_2d: bool, looped: bool, reread: bool, broadcast: bool, read_before: bool, streams: bool
+) -> Hint | None:
+    if tile_2d:
+        return "evict_last"
+    if looped and (reread or broadcast):
+        return "evict_last"
+    if looped and read_before:
+        return "evict_first"
+    if streams:
+        return "evict_first"
+    return None

@@ -1,0 +1,126 @@
+"""The loads' L2 eviction hints (fuseopt/codegen/eviction.py): the rule table, and looped
+kernels of one, two and three r loops, each run against the reference interpreter."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from fuseopt.codegen import CodegenOptions
+from fuseopt.codegen.eviction import eviction_hint
+from tests.strategies import check, graph, plan_of
+
+LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4, unroll_rnumel=0, split_programs=0)
+
+FLAGS = ("tile_2d", "looped", "reread", "broadcast", "read_before", "streams")
+
+
+def _expected(f: dict[str, bool]) -> str | None:
+    """The rules as the module's docstring states them, first match wins."""
+    if f["tile_2d"]:
+        return "evict_last"
+    if f["looped"] and (f["reread"] or f["broadcast"]):
+        return "evict_last"
+    if f["looped"] and f["read_before"]:
+        return "evict_first"
+    return "evict_first" if f["streams"] else None
+
+
+def test_rule_table_every_combination() -> None:
+    for values in itertools.product((False, True), repeat=len(FLAGS)):
+        flags = dict(zip(FLAGS, values, strict=True))
+        assert eviction_hint(**flags) == _expected(flags), flags
+
+
+def test_outside_an_r_loop_only_the_tile_and_streaming_rules_apply() -> None:
+    """A persistent or pointwise tile (no r loop) reads each row once: no reread, weight or last
+    read hint, whatever the other flags say."""
+    for reread, broadcast, before in itertools.product((False, True), repeat=3):
+        hint = eviction_hint(
+            tile_2d=False, looped=False, reread=reread, broadcast=broadcast, read_before=before, streams=False
+        )
+        assert hint is None
+
+
+RMS = """
+format: fuseopt-graph/1
+name: rms_rows
+buffers:
+  x:  {shape: [6, 20], dtype: float32, role: input}
+  w:  {shape: [20], dtype: float32, role: input}
+  ss: {shape: [6], dtype: float32}
+  y:  {shape: [6, 20], dtype: float32, role: output}
+nodes:
+  - {name: sq, loops: [[i, 6]], reduce: [[r, 20]], store: "ss[i]", value: "sum(x[20*i + r] * x[20*i + r])"}
+  - {name: nm, loops: [[i, 6], [j, 20]], store: "y[20*i + j]", value: "x[20*i + j] * w[j] / (ss[i] + 1.0)"}
+"""
+
+# The mean, a mean absolute deviation reading x again, then x normalised by both: three r loops.
+THREE = """
+format: fuseopt-graph/1
+name: three_loops
+buffers:
+  x:  {shape: [6, 20], dtype: float32, role: input}
+  w:  {shape: [20], dtype: float32, role: input}
+  m:  {shape: [6], dtype: float32}
+  d:  {shape: [6], dtype: float32}
+  y:  {shape: [6, 20], dtype: float32, role: output}
+nodes:
+  - {name: mn, loops: [[i, 6]], reduce: [[r, 20]], store: "m[i]", value: "sum(x[20*i + r] / 20.0)"}
+  - {name: dv, loops: [[i, 6]], reduce: [[r, 20]], store: "d[i]", value: "sum(abs(x[20*i + r] - m[i]))"}
+  - {name: nm, loops: [[i, 6], [j, 20]], store: "y[20*i + j]", value: "(x[20*i + j] - m[i]) * w[j] / (d[i] + 1.0)"}
+"""
+
+
+def _loops(src: str) -> list[str]:
+    """The bodies of the kernel's r loops, in order."""
+    (kernel,) = [k.split("\n\n\n")[0] for k in src.split("@triton.jit") if "def triton_red_" in k]
+    parts = re.split(r"\n    for r0_offset in ", kernel)[1:]
+    return [p.split("\n    tmp")[0].split("\n    _")[0] for p in parts]
+
+
+def _hints(body: str, buffer: str) -> list[str | None]:
+    out = []
+    for m in re.finditer(rf"tl\.load\(\s*{buffer}_ptr(?:[^()]|\([^()]*\))*\)", body):
+        hint = re.search(r'eviction_policy="(\w+)"', m.group(0))
+        out.append(hint.group(1) if hint else None)
+    return out
+
+
+@pytest.mark.parametrize(("text", "loops"), [(RMS, 2), (THREE, 3)], ids=["two_loops", "three_loops"])
+def test_a_row_read_in_several_r_loops_is_kept_until_its_last(text: str, loops: int) -> None:
+    """x is read in every r loop: kept in the L2 (`evict_last`) in each loop a later one reads
+    it again, first out (`evict_first`) in the last; the weight w, the same for every row, is
+    kept. Each module runs against the reference."""
+    g = graph(text)
+    src = check(g, plan_of(g, [[n.name for n in g.nodes]]), LOOPED)
+    bodies = _loops(src)
+    assert len(bodies) == loops
+    for k, body in enumerate(bodies):
+        want = "evict_first" if k == loops - 1 else "evict_last"
+        assert _hints(body, "x") and set(_hints(body, "x")) == {want}, (k, body)
+    assert _hints(bodies[-1], "w") == ["evict_last"]
+
+
+def test_one_loop_that_writes_points_hints_only_its_weight() -> None:
+    """A looped kernel of one r loop that stores a point's value reads x once and not as a
+    stream (it writes): no hint on x; w, the same for every row, is kept."""
+    text = """
+format: fuseopt-graph/1
+name: one_loop
+buffers:
+  x:  {shape: [6, 20], dtype: float32, role: input}
+  w:  {shape: [20], dtype: float32, role: input}
+  s:  {shape: [6], dtype: float32, role: output}
+  y:  {shape: [6, 20], dtype: float32, role: output}
+nodes:
+  - {name: sm, loops: [[i, 6]], reduce: [[r, 20]], store: "s[i]", value: "sum(x[20*i + r] * w[r])"}
+  - {name: sc, loops: [[i, 6], [j, 20]], store: "y[20*i + j]", value: "x[20*i + j] * w[j]"}
+"""
+    g = graph(text)
+    src = check(g, plan_of(g, [["sm", "sc"]]), LOOPED)
+    (body,) = _loops(src)
+    assert set(_hints(body, "x")) == {None}
+    assert set(_hints(body, "w")) == {"evict_last"}
