@@ -7,6 +7,7 @@ alike."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 import torch
@@ -118,3 +119,37 @@ nodes:
         plan_of(g, [["r", "p"]]),
         source=emit_module(g, plan_of(g, [["r", "p"]]), options=STRATEGIES[strategy]),
     )
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_positions_accumulate_in_int32_where_the_row_fits(op: str) -> None:
+    """An argmax/argmin's running positions are int32 (a register a lane) where the reduction's
+    points fit int32, int64 past it (2**16 x 2**16 points: emitted, not run); the result is int64
+    either way (the finishing helper widens)."""
+
+    def text(r0: int, r1: int) -> str:
+        return f"""
+format: fuseopt-graph/1
+name: positions
+buffers:
+  x: {{shape: [2, {r0}, {r1}], dtype: float16, role: input}}
+  y: {{shape: [2], dtype: int64, role: output}}
+nodes:
+  - {{name: a, loops: [[i, 2]], reduce: [[r0, {r0}], [r1, {r1}]], store: "y[i]", value: "{op}(x[{r0 * r1}*i + {r1}*r0 + r1])"}}
+"""
+
+    looped = CodegenOptions(strategy="looped_row", **SMALL_TILES)  # type: ignore[arg-type]
+    for (r0, r1), width in (((4, 6), "int32"), ((1 << 16, 1 << 16), "int64")):
+        stage = optimize(load_text(text(r0, r1), "positions.yaml"))
+        for options in (looped, CodegenOptions(strategy="persistent_row")):
+            src = emit_module(stage.graph, stage.plan, options=options)
+            positions = re.findall(r"r0_index(?:, \[XBLOCK, R0_BLOCK\]\))?\.to\(tl\.(int\d+)\)", src)
+            assert positions == [width], (r0, r1, options.strategy)
+            assert "_final(" in src and "tl.int64), 9223372036854775807" in src
+    small = optimize(load_text(text(4, 6), "positions.yaml"))
+    x = torch.tensor([random.Random(s).choice(VALUES) for s in range(48)], dtype=torch.float16)
+    for options in (looped, CodegenOptions(strategy="persistent_row")):
+        module = load_module(emit_module(small.graph, small.plan, options=options))
+        got = run_module(module, {"x": x.to(DEVICE)})["y"].cpu()
+        assert got.dtype == torch.int64
+        assert got.tolist() == TORCH[op](x.float().view(2, 24)).tolist()

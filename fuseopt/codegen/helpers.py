@@ -97,12 +97,13 @@ def _min_propagate(a, b):
         """\
 @triton.jit
 def _argmax_final(v, index):
-    # The smallest index holding the maximum along axis 1; NaN counts as the largest value.
+    # The smallest index holding the maximum along axis 1 (int64, from int32 or int64 positions);
+    # NaN counts as the largest value.
     nan = v != v
     has_nan = tl.max(nan.to(tl.int8), 1)[:, None] > 0
     best = tl.max(v, 1)[:, None]
     hit = tl.where(has_nan, nan, v == best)
-    return tl.min(tl.where(hit, index, 9223372036854775807), 1)
+    return tl.min(tl.where(hit, index.to(tl.int64), 9223372036854775807), 1)
 """
     ),
     "_argmin_final": Helper(
@@ -113,7 +114,7 @@ def _argmin_final(v, index):
     has_nan = tl.max(nan.to(tl.int8), 1)[:, None] > 0
     best = tl.min(v, 1)[:, None]
     hit = tl.where(has_nan, nan, v == best)
-    return tl.min(tl.where(hit, index, 9223372036854775807), 1)
+    return tl.min(tl.where(hit, index.to(tl.int64), 9223372036854775807), 1)
 """
     ),
     "_to_bf16": Helper(

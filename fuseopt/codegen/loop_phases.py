@@ -30,13 +30,18 @@ def online_sums(launch: ComputeLaunch) -> Online:
 
 def accumulators(launch: ComputeLaunch, online: Online) -> int:
     """A looped tile's accumulators a lane, summed over its reductions: three for an online
-    variance (`online_variance`: Welford's count, mean and squared deviations), one for any other
-    (an online softmax's running maximum is a row's, [XBLOCK, 1])."""
-    return sum(
-        3 if p.node.name in online and is_variance_sum(p.node.value) else 1
-        for p in launch.placements
-        if p.role == "reduction" and isinstance(p.node.value, Reduce)
-    )
+    variance (`online_variance`: Welford's count, mean and squared deviations), two for an
+    argmax/argmin (its value and its int32 position), one for any other (an online softmax's
+    running maximum is a row's, [XBLOCK, 1])."""
+    return sum(_held(p.node.value, p.node.name in online) for p in launch.placements if p.role == "reduction")
+
+
+def _held(value: object, online: bool) -> int:
+    if not isinstance(value, Reduce):
+        return 0
+    if online and is_variance_sum(value):
+        return 3
+    return 2 if value.op in ("argmax", "argmin") else 1
 
 
 def phases(launch: ComputeLaunch, online: Online) -> tuple[dict[str, int], dict[str, int]]:

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import replace
 
-from fuseopt.codegen.common import INT_RANGE, TL_DTYPE, CodegenError
+from fuseopt.codegen.common import INT32_MAX, INT_RANGE, TL_DTYPE, CodegenError
 from fuseopt.codegen.emitter import literal_text
 from fuseopt.codegen.expressions import ExpressionEmitter
 from fuseopt.codegen.loop_phases import online_sums, phases
@@ -90,10 +90,11 @@ class ReductionEmitter(ExpressionEmitter):
             deps = [vt]
             itext = ""
             if rule.pair:
+                it = self.position_dtype()
                 iv = self.emit(
-                    "tl.broadcast_to(r0_index, [XBLOCK, R0_BLOCK]).to(tl.int64)",
+                    f"tl.broadcast_to(r0_index, [XBLOCK, R0_BLOCK]).to({TL_DTYPE[it]})",
                     [self.axis_val["r0_"]],
-                    DType.int64,
+                    it,
                     axes=full,
                 )
                 deps.append(iv)
@@ -106,11 +107,11 @@ class ReductionEmitter(ExpressionEmitter):
         self.define(f"{name} = tl.full([XBLOCK, R0_BLOCK], {ident}, {TL_DTYPE[acc]})", name, [])
         accv = Val(name, acc, full, 0, (name,))
         if rule.pair:
-            iname = f"{name}_index"
-            self.define(f"{iname} = tl.full([XBLOCK, R0_BLOCK], 0, tl.int64)", iname, [])
-            ridx = self.emit("r0_index.to(tl.int64)", [self.axis_val["r0_"]], DType.int64)
+            iname, it = f"{name}_index", self.position_dtype()
+            self.define(f"{iname} = tl.full([XBLOCK, R0_BLOCK], 0, {TL_DTYPE[it]})", iname, [])
+            ridx = self.emit(f"r0_index.to({TL_DTYPE[it]})", [self.axis_val["r0_"]], it)
             nxt, inxt = f"{name}_next", f"{iname}_next"
-            iv = Val(iname, DType.int64, full, 0, (iname,))
+            iv = Val(iname, it, full, 0, (iname,))
             self.effect(
                 f"{nxt}, {inxt} = {rule.combine}({name}, {iname}, {v.text}, {ridx.text})",
                 [accv, iv, v, ridx],
@@ -140,6 +141,12 @@ class ReductionEmitter(ExpressionEmitter):
             finish(self.emit(f"{final.format(v=name)}[:, None]", [accv], acc, axes=("x",)))
 
         self.pending.append(fin)
+
+    def position_dtype(self) -> DType:
+        """An argmax/argmin's positions along r, accumulated as int32 where the reduction's
+        points fit (a register a lane, not two, and 32-bit compares), else int64; its finishing
+        helper returns int64 either way."""
+        return DType.int32 if self.axes["r0_"].numel <= INT32_MAX else DType.int64
 
     @functools.cached_property
     def online(self) -> dict[str, tuple[Expr, str]]:
