@@ -13,6 +13,10 @@ from fuseopt.codegen.eviction import eviction_hint
 from tests.strategies import check, graph, plan_of
 
 LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4, unroll_rnumel=0, split_programs=0)
+# A row a program on one multiprocessor: 40 programs outnumber the 32 it keeps resident.
+WAVES = CodegenOptions(
+    persistent_rnumel=0, max_xblock=1, max_r0_block=4, unroll_rnumel=0, split_programs=0, multiprocessors=1
+)
 
 FLAGS = ("tile_2d", "looped", "reread", "broadcast", "read_before", "streams")
 
@@ -48,13 +52,13 @@ RMS = """
 format: fuseopt-graph/1
 name: rms_rows
 buffers:
-  x:  {shape: [6, 20], dtype: float32, role: input}
+  x:  {shape: [40, 20], dtype: float32, role: input}
   w:  {shape: [20], dtype: float32, role: input}
-  ss: {shape: [6], dtype: float32}
-  y:  {shape: [6, 20], dtype: float32, role: output}
+  ss: {shape: [40], dtype: float32}
+  y:  {shape: [40, 20], dtype: float32, role: output}
 nodes:
-  - {name: sq, loops: [[i, 6]], reduce: [[r, 20]], store: "ss[i]", value: "sum(x[20*i + r] * x[20*i + r])"}
-  - {name: nm, loops: [[i, 6], [j, 20]], store: "y[20*i + j]", value: "x[20*i + j] * w[j] / (ss[i] + 1.0)"}
+  - {name: sq, loops: [[i, 40]], reduce: [[r, 20]], store: "ss[i]", value: "sum(x[20*i + r] * x[20*i + r])"}
+  - {name: nm, loops: [[i, 40], [j, 20]], store: "y[20*i + j]", value: "x[20*i + j] * w[j] / (ss[i] + 1.0)"}
 """
 
 # The mean, a mean absolute deviation reading x again, then x normalised by both: three r loops.
@@ -62,15 +66,15 @@ THREE = """
 format: fuseopt-graph/1
 name: three_loops
 buffers:
-  x:  {shape: [6, 20], dtype: float32, role: input}
+  x:  {shape: [40, 20], dtype: float32, role: input}
   w:  {shape: [20], dtype: float32, role: input}
-  m:  {shape: [6], dtype: float32}
-  d:  {shape: [6], dtype: float32}
-  y:  {shape: [6, 20], dtype: float32, role: output}
+  m:  {shape: [40], dtype: float32}
+  d:  {shape: [40], dtype: float32}
+  y:  {shape: [40, 20], dtype: float32, role: output}
 nodes:
-  - {name: mn, loops: [[i, 6]], reduce: [[r, 20]], store: "m[i]", value: "sum(x[20*i + r] / 20.0)"}
-  - {name: dv, loops: [[i, 6]], reduce: [[r, 20]], store: "d[i]", value: "sum(abs(x[20*i + r] - m[i]))"}
-  - {name: nm, loops: [[i, 6], [j, 20]], store: "y[20*i + j]", value: "(x[20*i + j] - m[i]) * w[j] / (d[i] + 1.0)"}
+  - {name: mn, loops: [[i, 40]], reduce: [[r, 20]], store: "m[i]", value: "sum(x[20*i + r] / 20.0)"}
+  - {name: dv, loops: [[i, 40]], reduce: [[r, 20]], store: "d[i]", value: "sum(abs(x[20*i + r] - m[i]))"}
+  - {name: nm, loops: [[i, 40], [j, 20]], store: "y[20*i + j]", value: "(x[20*i + j] - m[i]) * w[j] / (d[i] + 1.0)"}
 """
 
 
@@ -90,18 +94,25 @@ def _hints(body: str, buffer: str) -> list[str | None]:
 
 
 @pytest.mark.parametrize(("text", "loops"), [(RMS, 2), (THREE, 3)], ids=["two_loops", "three_loops"])
-def test_a_row_read_in_several_r_loops_is_kept_until_its_last(text: str, loops: int) -> None:
+@pytest.mark.parametrize("waves", [True, False], ids=["waves", "one_wave"])
+def test_a_row_read_in_several_r_loops_is_kept_until_its_last(text: str, loops: int, waves: bool) -> None:
     """x is read in every r loop: kept in the L2 (`evict_last`) in each loop a later one reads
-    it again, first out (`evict_first`) in the last; the weight w, the same for every row, is
-    kept. Each module runs against the reference."""
+    it again; in the last, first out (`evict_first`) where later programs wait for room (more
+    programs than the multiprocessors keep resident), unhinted where every program is resident
+    at once (one wave: no later program to make room for). The weight w, the same for every row,
+    is kept. Each module runs against the reference."""
     g = graph(text)
-    src = check(g, plan_of(g, [[n.name for n in g.nodes]]), LOOPED)
+    options = WAVES if waves else LOOPED
+    src = check(g, plan_of(g, [[n.name for n in g.nodes]]), options)
     bodies = _loops(src)
     assert len(bodies) == loops
     for k, body in enumerate(bodies):
-        want = "evict_first" if k == loops - 1 else "evict_last"
+        want = ("evict_first" if waves else None) if k == loops - 1 else "evict_last"
         assert _hints(body, "x") and set(_hints(body, "x")) == {want}, (k, body)
     assert _hints(bodies[-1], "w") == ["evict_last"]
+    if waves:  # 40 programs on one multiprocessor that keeps 32 at once
+        (launch,) = [ln for ln in src.splitlines() if "triton_red_" in ln and "[(" in ln]
+        assert int(launch.split("[(")[1].split(",")[0]) > 32
 
 
 def test_one_loop_that_writes_points_hints_only_its_weight() -> None:

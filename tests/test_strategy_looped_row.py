@@ -222,3 +222,22 @@ def test_few_rows_or_rows_along_x_keep_their_tiles() -> None:
     graph, launch, o = _looped(text.replace("[4096, 8192]", "[8192, 4096]"), "h200")
     planned = looped_row.applies(graph, launch, o)
     assert planned is not None and planned.config.block("XBLOCK") > 1
+
+
+@pytest.mark.parametrize("target", ["h200", "h100", "a100"])
+@pytest.mark.parametrize("rows", [64, 256, 512, 1024, 4096, 16384])
+def test_waves_say_whether_programs_outnumber_the_resident(target: str, rows: int) -> None:
+    """`LoopedRow.waves`: the launch's programs outnumber those the multiprocessors keep at once
+    (as many as their warps allow, at most `max_programs_per_multiprocessor` each), from the
+    default launch: then a row's last read makes room for later programs (`codegen.eviction`)."""
+    graph, launch, o = _looped(_rows_graph(rows, 32000, "bfloat16", 2), target)
+    planned = looped_row.applies(graph, launch, o)
+    assert planned is not None
+    cfg, g = planned.config, o.gpu
+    programs = -(-rows // cfg.block("XBLOCK"))
+    slots = g.multiprocessors * min(
+        g.max_warps_per_multiprocessor // cfg.num_warps, g.max_programs_per_multiprocessor
+    )
+    assert planned.strategy.waves == (programs > slots)
+    if target == "h100" and rows in (512, 4096):  # 4 programs of 16 warps on each of 132
+        assert (slots, planned.strategy.waves) == (528, rows == 4096)

@@ -166,8 +166,11 @@ class KernelEmitter(RegisterWindowEmitter):
             inside = [p for p in ps if phase.get(p.node.name) == k]
             later = (p for p in ps if phase.get(p.node.name, -1) > k)
             self.reread = {b for p in later for b in p.node.read_buffers() if b not in self.produced}
-            earlier = (p for p in ps if phase.get(p.node.name, k) < k)
-            self.read_before = {b for p in earlier for b in p.node.read_buffers() if b not in self.produced}
+            if isinstance(self.strategy, LoopedRow) and self.strategy.waves:
+                earlier = (p for p in ps if phase.get(p.node.name, k) < k)
+                self.read_before = {
+                    b for p in earlier for b in p.node.read_buffers() if b not in self.produced
+                }
             if inside:
                 self.open_loop()
                 for p in inside:

@@ -22,7 +22,11 @@ from fuseopt.ir.graph import Graph
 
 @dataclass(frozen=True)
 class LoopedRow:
-    """XBLOCK rows a program, an r loop of R0_BLOCK points."""
+    """XBLOCK rows a program, an r loop of R0_BLOCK points. `waves`: its programs outnumber what
+    the multiprocessors keep resident at once (as many as their warps allow), so a row's last
+    read may make room in the L2 for rows later programs read again (`codegen.eviction`)."""
+
+    waves: bool = True
 
 
 def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Planned[LoopedRow] | None:
@@ -40,7 +44,11 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
         read_item=read_item,
         again=reread_row_bytes(graph, launch),
     )
-    return Planned(launch, LoopedRow(), *configs)
+    default = configs[0]
+    g = options.gpu
+    resident = min(g.max_warps_per_multiprocessor // default.num_warps, g.max_programs_per_multiprocessor)
+    rows = cdiv(launch.axes[0].numel, default.block(launch.axes[0].block))
+    return Planned(launch, LoopedRow(waves=rows > resident * g.multiprocessors), *configs)
 
 
 def work(s: LoopedRow, launch: ComputeLaunch, config: LaunchConfig, loops: int) -> Work:
