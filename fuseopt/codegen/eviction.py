@@ -6,9 +6,12 @@
   the second read finds the row in the L2 (Inductor's choice for a looped softmax's first pass).
 - In an r loop, a load that reads the same elements for every row of the tile (a norm's
   weight): `evict_last`, since every program reads them.
-- In the last r loop that reads a buffer an earlier loop read: `evict_first`: the row is done
-  with, and its lines make room for the rows other programs read again (Inductor marks a
-  buffer's last load so).
+- In the last r loop that reads a buffer an earlier loop read, where the launch's programs
+  outnumber those the multiprocessors keep at once (`LoopedRow.waves`): `evict_first`: the row
+  is done with, and its lines make room for the rows later programs read again (Inductor marks
+  a buffer's last load so, in one wave too; there no later program needs the room, and H100
+  measured a 512 x 50257 log_softmax 108.6 us with the hint, 102.2 without:
+  benchmarks/results/eviction-2026-12-06-h100.json).
 - A streaming kernel's loads (`ReductionEmitter.streaming`: a reduction that writes only its
   results and reads each input once), touching a distinct element at every point of the tile:
   `evict_first`, so that what the L2 holds stays: faster for every such kernel tried, slower for
