@@ -316,3 +316,18 @@ def test_a_loose_interval_below_the_offset_is_not_taken_for_a_gap() -> None:
     only, never below the offset 4, though its interval reaches 3. The exact positions decide."""
     index = "minimum(i, 1) + 4 + ((i % 2) * (i % 2) - (i % 2))"
     assert _errors(_reader("stride: [1], offset: 4", f"t[{index}]").replace("STORE", "i + 4")) == []
+
+
+def test_dense_means_every_position_from_the_offset_is_an_element() -> None:
+    """`BufferInfo.dense`, the one spelling validation, the reference's gap check and the random
+    inputs share: row-major or permuted, at an offset or not, is dense; a padded row, a stride
+    that skips positions, is not."""
+    from fuseopt.ir.dtypes import DType
+    from fuseopt.ir.graph import BufferInfo
+
+    def info(shape: tuple[int, ...], stride: tuple[int, ...], offset: int = 0) -> BufferInfo:
+        return BufferInfo("b", shape, stride, offset, DType.float32, "intermediate")
+
+    assert info((3, 4), (4, 1)).dense and info((3, 4), (1, 3)).dense and info((3, 4), (4, 1), 5).dense
+    assert not info((3, 4), (5, 1)).dense and not info((3, 4), (8, 2)).dense and not info((4,), (2,), 1).dense
+    assert info((1, 4), (100, 1)).dense  # a dimension of one element: its stride reaches nothing

@@ -117,7 +117,7 @@ def _gather_top(b: BufferInfo, k: int) -> int:
     """The largest value a gather of coefficient `k` into `b` takes when `b` is written with gaps
     in its layout: the extent of the dimension whose stride is |k| (the longest such), less one;
     no limit where every storage position from the offset on is an element, or no stride is |k|."""
-    if b.role == "input" or b.numel == b.storage_size - b.offset:
+    if b.role == "input" or b.dense:
         return _INT_MAX[DType.int64]
     sizes = [n for n, s in zip(b.shape, b.stride, strict=True) if s == abs(k)]
     return max(sizes) - 1 if sizes else _INT_MAX[DType.int64]

@@ -107,7 +107,7 @@ def plan_loads(node: ComputeNode, buffers: Mapping[str, BufferInfo]) -> dict[int
 def has_gaps(b: BufferInfo) -> bool:
     """Whether some storage position of `b` is no element (below its offset, or between its
     elements): for a valid layout, fewer elements than positions from the offset on."""
-    return b.offset > 0 or b.numel != b.storage_size
+    return b.offset > 0 or not b.dense
 
 
 def plan_for(plans: Mapping[int, LoadPlan], ld: Load) -> LoadPlan:

@@ -165,7 +165,7 @@ def view_bounds_problem(v: View, b: BufferInfo) -> str | None:
 
 def view_read_problem(v: View, b: BufferInfo) -> str | None:
     """Why a view read from written buffer `b` touches storage that is not one of its elements."""
-    if b.numel == b.storage_size - b.offset:  # a dense layout: every position from offset is one
+    if b.dense:  # a dense layout: every position from offset is one
         if v.offset >= b.offset:
             return None
         return _not_elements(v, b, v.offset)
@@ -228,7 +228,7 @@ def read_problem(node: ComputeNode, ld: Load, b: BufferInfo) -> str | None:
     """Why `node`'s load `ld` of written buffer `b` reads storage that is not one of its elements
     (a gap of its layout, which nothing writes): None where it does not, or where that cannot be
     shown by enumerating its index over the node's box. Assumes the load stays inside the storage."""
-    if b.numel == b.storage_size - b.offset:  # dense from the offset: only a read below it misses
+    if b.dense:  # dense from the offset: only a read below it misses
         r = interval(ld.index, node.var_sizes)
         if r is not None and r[0] >= b.offset:
             return None  # else enumerated below: an interval may reach lower than the index does

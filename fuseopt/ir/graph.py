@@ -42,6 +42,12 @@ class BufferInfo:
     def nbytes(self) -> int:
         return self.numel * self.dtype.itemsize
 
+    @property
+    def dense(self) -> bool:
+        """Every storage position from the offset on is an element (for a valid layout: as many
+        elements as positions from the offset); the positions below the offset are none."""
+        return self.numel == self.storage_size - self.offset
+
 
 @dataclass(frozen=True, slots=True)
 class ComputeNode:
