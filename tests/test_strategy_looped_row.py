@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from fuseopt.codegen.common import next_power_of_2
-from fuseopt.codegen.options import CodegenOptions
+from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import LoopedRow, looped_row
 from fuseopt.codegen.strategies.base import Work
@@ -207,6 +207,9 @@ def test_rows_enough_for_the_gpu_take_a_row_a_program(
     assert cfg.block("R0_BLOCK") == min(vector, t.looped_max_r0_block, next_power_of_2(cols))
     again = looped_row.reread_row_bytes(graph, launch)
     assert (again > 0) == (passes == 2) and again in (0, cols * item)
+    for w in (w for w in (4, 8, 16) if w <= t.max_warps):  # autotune: a row a program, a vector a thread
+        r = min(w * g.warp_size * g.max_vector_bytes // item, t.looped_max_r0_block, next_power_of_2(cols))
+        assert LaunchConfig((("XBLOCK", 1), ("R0_BLOCK", r)), w) in planned.candidates
     tried = [w for w in (4, 8, 16) if t.looped_row_warps <= w <= t.looped_widened_warps]
     fits = [w for w in tried if _rows_held(1, w, again, o) <= g.l2_bytes // 2]
     assert cfg.num_warps == ((fits[0] if fits else tried[-1]) if again else t.looped_row_warps)

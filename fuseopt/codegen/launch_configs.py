@@ -228,7 +228,18 @@ def configs_reduction(
         rb //= 2
     default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
+    if (
+        row_a_program
+    ):  # 4, 8 and 16 warps: each the fastest of some (results/looped-rows-2026-12-06-h100.json)
+        cands = [_row_config(w, read_item, rcap, o) for w in (4, 8, 16) if w <= t.max_warps] + cands
     return default, unique_configs(default, cands)
+
+
+def _row_config(warps: int, item: int, rcap: int, o: CodegenOptions) -> LaunchConfig:
+    """A row a program on `warps` warps, each step a vector a thread (`_row_warps`' R0_BLOCK)."""
+    g = o.gpu
+    r = min(rcap, o.tuning.looped_max_r0_block, warps * g.warp_size * max(1, g.max_vector_bytes // item))
+    return LaunchConfig((("XBLOCK", 1), ("R0_BLOCK", r)), warps)
 
 
 def looped_programs(o: CodegenOptions) -> int:
@@ -255,8 +266,7 @@ def _row_warps(again: int, item: int, rcap: int, o: CodegenOptions) -> tuple[int
         choices.append(choices[-1] * 2)
     fits = [w for w in choices if not again or _rows_held(1, w, again, o) <= g.l2_bytes // 2]
     warps = fits[0] if fits else choices[-1]
-    r = min(rcap, t.looped_max_r0_block, warps * g.warp_size * max(1, g.max_vector_bytes // item))
-    return r, warps
+    return _row_config(warps, item, rcap, o).block("R0_BLOCK"), warps
 
 
 def _rows_held(xb: int, warps: int, row_bytes: int, o: CodegenOptions) -> int:
