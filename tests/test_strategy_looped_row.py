@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from fuseopt.codegen.common import next_power_of_2
+from fuseopt.codegen.launch_configs import resident_programs
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import LoopedRow, looped_row
@@ -241,6 +242,7 @@ def test_waves_say_whether_programs_outnumber_the_resident(target: str, rows: in
     slots = g.multiprocessors * min(
         g.max_warps_per_multiprocessor // cfg.num_warps, g.max_programs_per_multiprocessor
     )
+    assert slots == resident_programs(cfg.num_warps, o)
     assert planned.strategy.waves == (programs > slots)
     if target == "h100" and rows in (512, 4096):  # 4 programs of 16 warps on each of 132
         assert (slots, planned.strategy.waves) == (528, rows == 4096)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from fuseopt.codegen.common import cdiv, prod
 from fuseopt.codegen.indexing import Digit
-from fuseopt.codegen.launch_configs import register_limit, thread_registers
+from fuseopt.codegen.launch_configs import l2_serves, register_limit, thread_registers
 from fuseopt.codegen.launch_counts import launch_accesses
 from fuseopt.codegen.loop_phases import accumulators, online_sums, phases
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
@@ -102,7 +102,7 @@ def estimate(graph: Graph, tiling: Tiling, options: CodegenOptions) -> Estimate:
             gpu.max_programs_per_multiprocessor,
         ),
     )
-    dram = _dram(per_pass, launch, blocks, resident * gpu.multiprocessors, gpu.l2_bytes)
+    dram = _dram(per_pass, launch, blocks, resident * gpu.multiprocessors, options)
     # spilled registers stored and loaded again, each step (a looped tile's accumulators)
     dram += 2 * spilled * 4 * threads * programs * steps
     bandwidth = gpu.memory_bandwidth_gbps * 1e3  # bytes a microsecond
@@ -225,11 +225,15 @@ def _run(
 
 
 def _dram(
-    per_pass: dict[tuple[str, int], float], launch: ComputeLaunch, blocks: dict[str, int], held: int, l2: int
+    per_pass: dict[tuple[str, int], float],
+    launch: ComputeLaunch,
+    blocks: dict[str, int],
+    held: int,
+    options: CodegenOptions,
 ) -> float:
     """DRAM bytes: every pass's, unless the rows the resident programs hold (`held` programs of
-    XBLOCK rows of every buffer more than one r loop reads) fit in half the L2: then each buffer
-    once, its later passes served by the L2."""
+    XBLOCK rows of every buffer more than one r loop reads) fit in half the L2 (`l2_serves`):
+    then each buffer once, its later passes served by the L2."""
     every = math.fsum(per_pass.values())
     loops: dict[str, int] = {}
     for buf, _ in per_pass:
@@ -244,7 +248,7 @@ def _dram(
         if buf in again:
             row_bytes[buf] = max(row_bytes.get(buf, 0.0), v / x.numel)
     footprint = math.fsum(row_bytes.values()) * rows
-    if footprint > l2 // 2:
+    if not l2_serves(footprint, options):
         return every
     once: dict[str, float] = {}
     for (buf, _), v in per_pass.items():

@@ -260,21 +260,31 @@ def _row_warps(again: int, item: int, rcap: int, o: CodegenOptions) -> tuple[int
     accumulator (an argmax its index too), leaving room for fewer resident warps while a row a program
     already gives every multiprocessor its programs (H100, a 2048 x 50000 float32 argmin: 8 points
     a thread 200 us, 4 points 157; row sums alike within 1%)."""
-    g, t = o.gpu, o.tuning
+    t = o.tuning
     choices = [t.looped_row_warps]
     while again and choices[-1] * 2 <= t.looped_widened_warps:
         choices.append(choices[-1] * 2)
-    fits = [w for w in choices if not again or _rows_held(1, w, again, o) <= g.l2_bytes // 2]
+    fits = [w for w in choices if not again or l2_serves(_rows_held(1, w, again, o), o)]
     warps = fits[0] if fits else choices[-1]
     return _row_config(warps, item, rcap, o).block("R0_BLOCK"), warps
 
 
-def _rows_held(xb: int, warps: int, row_bytes: int, o: CodegenOptions) -> int:
-    """Bytes of the rows that the programs resident on every multiprocessor (as many as its
-    warps allow) hold."""
+def resident_programs(warps: int, o: CodegenOptions) -> int:
+    """Programs of `warps` warps the multiprocessors keep at once, all of them, as many as their
+    warps allow (registers aside: the cost model's `resident` also counts them)."""
     g = o.gpu
-    resident = min(g.max_warps_per_multiprocessor // warps, g.max_programs_per_multiprocessor)
-    return g.multiprocessors * resident * xb * row_bytes
+    return g.multiprocessors * min(g.max_warps_per_multiprocessor // warps, g.max_programs_per_multiprocessor)
+
+
+def l2_serves(held_bytes: float, o: CodegenOptions) -> bool:
+    """A later r loop reads its rows again from the L2, not DRAM, while the rows the resident
+    programs hold fit in half of it (the rest for everything else in flight)."""
+    return held_bytes <= o.gpu.l2_bytes // 2
+
+
+def _rows_held(xb: int, warps: int, row_bytes: int, o: CodegenOptions) -> int:
+    """Bytes of the rows that the resident programs hold (as many as the warps allow)."""
+    return resident_programs(warps, o) * xb * row_bytes
 
 
 def _splittable(launch: ComputeLaunch) -> bool:

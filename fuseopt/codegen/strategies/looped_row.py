@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fuseopt.codegen.common import cdiv
-from fuseopt.codegen.launch_configs import configs_reduction
+from fuseopt.codegen.launch_configs import configs_reduction, resident_programs
 from fuseopt.codegen.launch_counts import contiguous_bytes, read_bytes, x_contiguous
 from fuseopt.codegen.loop_phases import online_sums, phases
 from fuseopt.codegen.options import CodegenOptions, LaunchConfig
@@ -45,10 +45,10 @@ def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Pla
         again=reread_row_bytes(graph, launch),
     )
     default = configs[0]
-    g = options.gpu
-    resident = min(g.max_warps_per_multiprocessor // default.num_warps, g.max_programs_per_multiprocessor)
-    rows = cdiv(launch.axes[0].numel, default.block(launch.axes[0].block))
-    return Planned(launch, LoopedRow(waves=rows > resident * g.multiprocessors), *configs)
+    programs = cdiv(launch.axes[0].numel, default.block(launch.axes[0].block))
+    return Planned(
+        launch, LoopedRow(waves=programs > resident_programs(default.num_warps, options)), *configs
+    )
 
 
 def work(s: LoopedRow, launch: ComputeLaunch, config: LaunchConfig, loops: int) -> Work:
