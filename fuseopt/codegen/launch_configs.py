@@ -228,9 +228,8 @@ def configs_reduction(
         rb //= 2
     default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
-    if (
-        row_a_program
-    ):  # 4, 8 and 16 warps: each the fastest of some (results/looped-rows-2026-12-06-h100.json)
+    if row_a_program:
+        # a row on 4, 8 and 16 warps: each the fastest of some (results/looped-rows-2026-12-06-h100.json)
         cands = [_row_config(w, read_item, rcap, o) for w in (4, 8, 16) if w <= t.max_warps] + cands
     return default, unique_configs(default, cands)
 
