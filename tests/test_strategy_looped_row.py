@@ -246,3 +246,33 @@ def test_waves_say_whether_programs_outnumber_the_resident(target: str, rows: in
     assert planned.strategy.waves == (programs > slots)
     if target == "h100" and rows in (512, 4096):  # 4 programs of 16 warps on each of 132
         assert (slots, planned.strategy.waves) == (528, rows == 4096)
+
+
+@pytest.mark.parametrize("target", ["h200", "h100"])
+@pytest.mark.parametrize(
+    ("cols", "dtype", "passes", "whole"),
+    [
+        (6144, "bfloat16", 2, True),  # rows read again: the whole row a step is a candidate
+        (16384, "float32", 2, True),
+        (6144, "bfloat16", 1, False),  # read once: no second loop to serve
+        (32768, "float32", 2, False),  # 64 points a thread with their accumulators: past the registers
+    ],
+)
+def test_rows_read_again_offer_the_whole_row_a_step(
+    target: str, cols: int, dtype: str, passes: int, whole: bool
+) -> None:
+    """A looped tile whose later r loops read each row again offers autotune a launch of the
+    whole row a step on the most warps, where a thread's registers hold it (`thread_registers`
+    within `register_limit`); the default launch is unchanged by it."""
+    from fuseopt.codegen.launch_configs import register_limit, thread_registers
+
+    graph, launch, o = _looped(_rows_graph(4096, cols, dtype, passes), target)
+    planned = looped_row.applies(graph, launch, o)
+    assert planned is not None
+    t = o.tuning
+    most = max(t.max_warps, t.looped_widened_warps)
+    row = LaunchConfig((("XBLOCK", 1), ("R0_BLOCK", next_power_of_2(cols))), most)
+    assert (row in planned.candidates) == whole
+    assert planned.config != row
+    if whole:
+        assert thread_registers(next_power_of_2(cols), most, 1, o) <= register_limit(most, o)
