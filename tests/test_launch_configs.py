@@ -54,7 +54,9 @@ def check_config(
     for (name, block), axis in zip(c.blocks, launch.axes, strict=True):
         assert _power_of_2(block), c
         assert block <= next_power_of_2(axis.numel), (c, axis)  # no tile wider than its axis needs
-        whole_row = persistent and name == "R0_BLOCK"  # a persistent tile holds its rows whole
+        # a persistent tile holds its rows whole; a looped tile may offer autotune a whole row a
+        # step where later loops read it again (`configs_reduction`)
+        whole_row = name == "R0_BLOCK" and (persistent or (looped and block == next_power_of_2(axis.numel)))
         assert whole_row or block <= limits[name], (c, limits)
 
 

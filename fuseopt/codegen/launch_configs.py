@@ -231,10 +231,12 @@ def configs_reduction(
     if row_a_program:
         # a row on 4, 8 and 16 warps: each the fastest of some (results/looped-rows-2026-12-06-h100.json)
         cands = [_row_config(w, read_item, rcap, o) for w in (4, 8, 16) if w <= t.max_warps] + cands
+    # The whole row a step (a point a thread or more), where a thread's registers hold it on the
+    # most warps: the later r loops read it again at once (Inductor's `add_persistent_rblock`
+    # candidate); like a persistent tile's, past max_r0_block.
     most = max(t.max_warps, t.looped_widened_warps)
-    if again and not outer and thread_registers(rcap, most, held, o) <= register_limit(most, o):
-        # the whole row a step, where a thread's registers hold it on the most warps: the later r
-        # loops read it again at once (Inductor's `add_persistent_rblock` candidate)
+    whole = again and not outer and rb < rcap and rcap >= most * g.warp_size
+    if whole and thread_registers(rcap, most, held, o) <= register_limit(most, o):
         cands.append(LaunchConfig((("XBLOCK", 1), ("R0_BLOCK", rcap)), most))
     return default, unique_configs(default, cands)
 
