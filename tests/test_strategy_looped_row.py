@@ -208,7 +208,8 @@ def test_rows_enough_for_the_gpu_take_a_row_a_program(
     assert cfg.block("R0_BLOCK") == min(vector, t.looped_max_r0_block, next_power_of_2(cols))
     again = looped_row.reread_row_bytes(graph, launch)
     assert (again > 0) == (passes == 2) and again in (0, cols * item)
-    for w in (w for w in (4, 8, 16) if w <= t.max_warps):  # autotune: a row a program, a vector a thread
+    most = max(t.max_warps, t.looped_widened_warps)  # autotune: a row a program on each, a vector a thread
+    for w in (w for w in (1, 2, 4, 8, 16, 32) if t.looped_row_warps <= w <= most):
         r = min(w * g.warp_size * g.max_vector_bytes // item, t.looped_max_r0_block, next_power_of_2(cols))
         assert LaunchConfig((("XBLOCK", 1), ("R0_BLOCK", r)), w) in planned.candidates
     tried = [w for w in (4, 8, 16) if t.looped_row_warps <= w <= t.looped_widened_warps]

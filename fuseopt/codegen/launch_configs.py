@@ -228,13 +228,17 @@ def configs_reduction(
         rb //= 2
     default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
+    most = max(t.max_warps, t.looped_widened_warps)
     if row_a_program:
-        # a row on 4, 8 and 16 warps: each the fastest of some (results/looped-rows-2026-12-06-h100.json)
-        cands = [_row_config(w, read_item, rcap, o) for w in (4, 8, 16) if w <= t.max_warps] + cands
+        # a row on `looped_row_warps` doubled up to the most warps: on an H100 each of 4, 8 and 16
+        # was the fastest for some (results/looped-rows-2026-12-06-h100.json)
+        row = [t.looped_row_warps]
+        while row[-1] * 2 <= most:
+            row.append(row[-1] * 2)
+        cands = [_row_config(w, read_item, rcap, o) for w in row] + cands
     # The whole row a step (a point a thread or more), where a thread's registers hold it on the
     # most warps: the later r loops read it again at once (Inductor's `add_persistent_rblock`
     # candidate); like a persistent tile's, past max_r0_block.
-    most = max(t.max_warps, t.looped_widened_warps)
     whole = again and not outer and rb < rcap and rcap >= most * g.warp_size
     if whole and thread_registers(rcap, most, held, o) <= register_limit(most, o):
         cands.append(LaunchConfig((("XBLOCK", 1), ("R0_BLOCK", rcap)), most))
