@@ -26,7 +26,7 @@ class LoopedRow:
     the multiprocessors keep resident at once (as many as their warps allow), so a row's last
     read may make room in the L2 for rows later programs read again (`codegen.eviction`)."""
 
-    waves: bool = True
+    waves: bool
 
 
 def applies(graph: Graph, launch: ComputeLaunch, options: CodegenOptions) -> Planned[LoopedRow] | None:
