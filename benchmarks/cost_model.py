@@ -105,8 +105,15 @@ def pairs() -> list[Pair]:
         ("colsum_f32", s.col_sum, s._rows(f32), (4096, 8192)),
     ):
         rows, cols = sizes
-        small = {"tuning": {"persistent_rnumel": 1024}}
-        big = {"tuning": {"persistent_rnumel": 4096, "persistent_outer_rnumel": 4096}, **persistent}
+        small = {"tuning": {"persistent_rnumel": 1024, "persistent_aligned_rnumel": 1024}}
+        big = {
+            "tuning": {
+                "persistent_rnumel": 4096,
+                "persistent_aligned_rnumel": 4096,
+                "persistent_outer_rnumel": 4096,
+            },
+            **persistent,
+        }
         out.append(
             Pair(name, rules, ("p4096", "base"), "us", w(fn, make, rows=rows, cols=cols), (big, small), True)
         )

@@ -52,10 +52,11 @@ def test_wider_doubles_the_warps_of_row_tiles_at_the_most() -> None:
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="needs TRITON_INTERPRET=1")
 def test_a_tuned_constant_at_each_value_is_a_module_checked(tmp_path: os.PathLike[str]) -> None:
-    """--constant: sum_f32 (16 x 64 here) with rows held whole up to 16 or 64 points: looped and
-    persistent modules, each checked; 4096 generates the same module as 64 and shares its row."""
+    """--constant: max_f16_odd (13 x 33 here: rows that start inside a vector, which
+    persistent_rnumel governs) with rows held whole up to 16 or 64 points: looped and persistent
+    modules, each checked; 4096 generates the same module as 64 and shares its row."""
     out = os.path.join(str(tmp_path), "constant.json")
-    doc = run(["sum_f32"], small=True, jobs=1, out=out, constant=("persistent_rnumel", [16, 64]))
+    doc = run(["max_f16_odd"], small=True, jobs=1, out=out, constant=("persistent_rnumel", [16, 64]))
     rows = doc["variants"]
     assert doc["constant"] == {"name": "persistent_rnumel", "target_value": 4096}
     assert [r["values"] for r in rows] == [[4096, 64], [16]] and [r["chosen"] for r in rows] == [True, False]

@@ -6,8 +6,13 @@ from dataclasses import replace
 
 from fuseopt.codegen.common import next_power_of_2
 from fuseopt.codegen.options import CodegenOptions
+from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
 from fuseopt.codegen.strategies import PersistentRow, persistent_row
+from fuseopt.ir.graph import Graph
+from fuseopt.passes.pipeline import optimize
 from fuseopt.targets.h200 import H200
+from tests.strategies import check
+from tests.strategies import graph as parse_graph
 from tests.strategy_graphs import launches, strategies
 
 
@@ -52,3 +57,60 @@ def test_transposed_rows_are_held_up_to_the_outer_limit() -> None:
         held = persistent_row.holds(graph, launch, CodegenOptions(target=tight))
         assert held is not outer, name
         assert persistent_row.holds(graph, launch, CodegenOptions())
+
+
+def _row_sum(rows: int, length: int, start: int = 0, dtype: str = "float32") -> tuple[Graph, ComputeLaunch]:
+    """Sums of `rows` rows of `length` points starting `start` points into rows of `length + start`."""
+    g = parse_graph(
+        f"""
+format: fuseopt-graph/1
+name: rows
+buffers:
+  x: {{shape: [{rows}, {length + start}], dtype: {dtype}, role: input}}
+  out: {{shape: [{rows}], dtype: float32, role: output}}
+nodes:
+  - {{name: n0, loops: [[i, {rows}]], reduce: [[r, {length}]], store: "out[i]", value: "sum(cast(x[{length + start}*i + r + {start}], float32))"}}
+"""
+    )
+    schedule = build_schedule(g, optimize(g).plan)
+    (launch,) = [la for la in schedule.launches if isinstance(la, ComputeLaunch)]
+    return g, launch
+
+
+def test_rows_read_in_vectors_are_held_further() -> None:
+    """A row every read of which starts on a vector boundary is held whole up to
+    persistent_aligned_rnumel; a row that starts inside a vector (an odd length, a sliced row)
+    only up to persistent_rnumel, each of its points a load of its own (a 2000 x 10007 float32
+    softmax held whole: 70.7 -> 104.7 us on an H100)."""
+    t = CodegenOptions().tuning
+    assert t.persistent_rnumel < t.persistent_aligned_rnumel
+    long = t.persistent_aligned_rnumel
+    for dtype, item in (("float32", 4), ("bfloat16", 2)):
+        vector = 16 // item  # points of a 16-byte vector
+        cases = (
+            (long, 0, True),  # aligned, at the limit
+            (long - vector, 0, True),  # aligned, not a power of two
+            (long + vector, 0, False),  # aligned, past it
+            (long - 1, 0, False),  # odd length: rows start inside a vector
+            (long - vector, 1, False),  # x[:, 1:]: every row starts one point in
+            (t.persistent_rnumel - 1, 0, True),  # unaligned, within persistent_rnumel
+            (t.persistent_rnumel, 1, True),
+        )
+        for length, start, held in cases:
+            g, launch = _row_sum(4, length, start, dtype)
+            assert persistent_row.holds(g, launch, CodegenOptions()) is held, (dtype, length, start)
+    # a whole row of 10000 points in one tile, run against the reference
+    g, _ = _row_sum(2, 10000)
+    assert "R0_BLOCK=16384" in check(g, optimize(g).plan)
+
+
+def test_a_persistent_rnumel_override_alone_sets_both_limits() -> None:
+    """CodegenOptions(persistent_rnumel=N) holds rows of up to N points, aligned or not (tests
+    force looped tiles with 0); persistent_aligned_rnumel given beside it still counts."""
+    g, launch = _row_sum(4, 64)
+    assert persistent_row.holds(g, launch, CodegenOptions(persistent_rnumel=64))
+    assert not persistent_row.holds(g, launch, CodegenOptions(persistent_rnumel=0))
+    assert not persistent_row.holds(g, launch, CodegenOptions(persistent_rnumel=32))
+    assert persistent_row.holds(g, launch, CodegenOptions(persistent_rnumel=32, persistent_aligned_rnumel=64))
+    odd = _row_sum(4, 63)
+    assert not persistent_row.holds(*odd, CodegenOptions(persistent_rnumel=32, persistent_aligned_rnumel=64))

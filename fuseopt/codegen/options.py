@@ -14,6 +14,7 @@ from fuseopt.targets.base import Target, Tuning
 # that tiny shapes still take every path; `fuseopt.targets.base.Tuning` says what each means).
 TUNING_OVERRIDES = (
     "persistent_rnumel",
+    "persistent_aligned_rnumel",
     "max_xblock",
     "max_yblock",
     "max_r0_block",
@@ -66,6 +67,7 @@ class CodegenOptions:
     # loops to take apart; False: never.
     fission: bool | None = None
     persistent_rnumel: int | None = None
+    persistent_aligned_rnumel: int | None = None
     max_xblock: int | None = None
     max_yblock: int | None = None
     max_r0_block: int | None = None
@@ -86,6 +88,8 @@ class CodegenOptions:
         given = {name: getattr(self, name) for name in TUNING_OVERRIDES if getattr(self, name) is not None}
         if self.max_r0_block is not None:  # no R0_BLOCK above it, a widened looped one included
             given["looped_max_r0_block"] = min(self.max_r0_block, gpu.tuning.looped_max_r0_block)
+        if self.persistent_rnumel is not None and self.persistent_aligned_rnumel is None:
+            given["persistent_aligned_rnumel"] = self.persistent_rnumel  # rows up to it, aligned or not
         if given:
             gpu = replace(gpu, tuning=replace(gpu.tuning, **given))
         if self.multiprocessors is not None:

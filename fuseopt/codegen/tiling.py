@@ -4,7 +4,8 @@ Pointwise kernels are 1D unless reads and writes disagree on which flat position
 (a transpose): then a 2D tile [YBLOCK, XBLOCK] splits the flat index at the transposed access's
 contiguous loop so both sides are coalesced (Triton picks each access's layout from its
 contiguity). Reductions are persistent (one [XBLOCK, R0_BLOCK] tile holds whole rows) up to
-`persistent_rnumel`, looped otherwise; the tile leans towards x when the reduced data is
+`persistent_aligned_rnumel` (`persistent_rnumel` for rows that start inside a vector), looped
+otherwise; the tile leans towards x when the reduced data is
 contiguous along x (outer reductions). Masks are dropped on an axis whose size every block
 candidate divides. Index arithmetic is int64 only where some intermediate of an index can leave int32.
 Every size, limit and count of programs comes from the target (`CodegenOptions.gpu`:

@@ -84,6 +84,9 @@ class Tuning:
     )
     # -- persistent reductions (whole rows in registers)
     persistent_rnumel: int = _doc("largest rnumel of a persistent reduction (looped above)")
+    persistent_aligned_rnumel: int = _doc(
+        "the same, when every read along r starts each row on a vector boundary (`rows_aligned`)"
+    )
     persistent_outer_rnumel: int = _doc("the same, when the reduced data is contiguous along x")
     persistent_elements: int = _doc("a persistent tile's points (XBLOCK x R0_BLOCK)")
     persistent_per_thread: int = _doc("a persistent tile's points a thread (sets its warps)")

@@ -24,6 +24,7 @@ SPLIT = "benchmarks/results/launches-2026-12-05-h200.json"  # split and persiste
 LONG_ROWS = (
     "benchmarks/results/long-rows-2026-12-06-h100.json"  # looped rows, one a program or several, GPU time
 )
+PERSISTENT = "benchmarks/results/persistent-rows-2026-12-06-h100.json"  # rows held whole past 4096, GPU time
 FISSION = (
     "benchmarks/results/fission-2026-12-05-h100.json"  # looped reductions' r loops apart or fused, GPU time
 )
@@ -206,6 +207,12 @@ TUNING, PROVENANCE = tuned(
         4096,
         "rows of 4096 read once, not once a pass: rms_bf16 69.2 -> 38.3 us, sm_f16 45.0 -> 21.8, sum_f32 41.1 -> 38.3",
         RULES,
+    ),
+    persistent_aligned_rnumel=(
+        16384,
+        "aligned rows of 4097-16384 held whole: 17 of 18 faster (ln_7000_f16 62.3 -> 41.9 us), sm_10000_f32 2% slower; "
+        "unaligned ones lose (sm_10007_f32 70.7 -> 104.7); a 32768-point row spills (sm_32000_f16 +13%)",
+        PERSISTENT,
     ),
     persistent_outer_rnumel=(
         1024,
