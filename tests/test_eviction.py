@@ -9,7 +9,8 @@ import re
 import pytest
 
 from fuseopt.codegen import CodegenOptions
-from fuseopt.codegen.eviction import eviction_hint
+from fuseopt.codegen.eviction import eviction_hint, reads_again
+from fuseopt.ir.parser import parse_expr_text
 from tests.strategies import check, graph, plan_of
 
 LOOPED = CodegenOptions(persistent_rnumel=0, max_xblock=4, max_r0_block=4, unroll_rnumel=0, split_programs=0)
@@ -20,6 +21,8 @@ WAVES = CodegenOptions(
 
 CASES = [  # (flags set, hint): the first rule that holds wins
     ({"tile_2d", "looped", "read_before", "streams"}, "evict_last"),
+    ({"reused", "streams"}, "evict_last"),  # read at several points: kept, in any kernel
+    ({"reused", "looped", "read_before"}, "evict_last"),
     ({"looped", "reread", "read_before"}, "evict_last"),  # read again later beats a last read
     ({"looped", "broadcast", "read_before", "streams"}, "evict_last"),
     ({"looped", "read_before", "streams"}, "evict_first"),
@@ -30,7 +33,7 @@ CASES = [  # (flags set, hint): the first rule that holds wins
     ({"reread", "broadcast", "read_before"}, None),  # no r loop: the loop rules do not apply
     (set(), None),
 ]
-FLAGS = ("tile_2d", "looped", "reread", "broadcast", "read_before", "streams")
+FLAGS = ("tile_2d", "reused", "looped", "reread", "broadcast", "read_before", "streams")
 
 
 @pytest.mark.parametrize(("flags", "hint"), CASES)
@@ -38,14 +41,60 @@ def test_rule_table(flags: set[str], hint: str | None) -> None:
     assert eviction_hint(**{f: f in flags for f in FLAGS}) == hint
 
 
-def test_outside_an_r_loop_only_the_tile_and_streaming_rules_apply() -> None:
+def test_outside_an_r_loop_only_the_tile_reuse_and_streaming_rules_apply() -> None:
     """A persistent or pointwise tile (no r loop) reads each row once: no reread, weight or last
     read hint, whatever the other flags say."""
     for reread, broadcast, before in itertools.product((False, True), repeat=3):
         hint = eviction_hint(
-            tile_2d=False, looped=False, reread=reread, broadcast=broadcast, read_before=before, streams=False
+            tile_2d=False,
+            reused=False,
+            looped=False,
+            reread=reread,
+            broadcast=broadcast,
+            read_before=before,
+            streams=False,
         )
         assert hint is None
+
+
+@pytest.mark.parametrize(
+    ("index", "sizes", "run", "again"),
+    [
+        ("4097*i + j", {"i": 8, "j": 4097}, {"i", "j"}, False),  # every point its own element
+        ("i", {"i": 8, "j": 4097}, {"i", "j"}, True),  # a[i] of an outer product
+        ("j", {"i": 8, "j": 4097}, {"i", "j"}, True),  # a bias along j
+        ("r", {"i": 8, "r": 64}, {"i", "r"}, True),  # a norm's weight
+        ("i", {"i": 8, "r": 64}, {"i", "r"}, True),  # a row's statistic inside the row
+        ("j", {"i": 1, "j": 64}, {"i", "j"}, False),  # a size-1 loop repeats nothing
+        ("j", {"i": 8, "j": 64}, {"j"}, False),  # a variable the kernel does not run
+        ("2*j + i", {"i": 2, "j": 64}, {"i", "j"}, False),
+    ],
+)
+def test_reads_again(index: str, sizes: dict[str, int], run: set[str], again: bool) -> None:
+    """A load reads its elements at several points where its index leaves out a loop variable of
+    more than one value that the kernel runs."""
+    runs = {v: (object() if v in run else None) for v in sizes}
+    assert reads_again(parse_expr_text(index), sizes, runs) is again
+
+
+def test_a_pointwise_outer_product_keeps_both_vectors() -> None:
+    """relu(a[i] * b[j] + a[i]): a 1D pointwise tile; each vector read at every point of a row or
+    column carries evict_last, the output written with no hint; run against the reference."""
+    g = graph(
+        """
+format: fuseopt-graph/1
+name: outer
+buffers:
+  a: {shape: [12], dtype: float32, role: input}
+  b: {shape: [17], dtype: float32, role: input}
+  y: {shape: [12, 17], dtype: float32, role: output}
+nodes:
+  - {name: n0, loops: [[i, 12], [j, 17]], store: "y[17*i + j]", value: "relu(a[i] * b[j] + a[i])"}
+"""
+    )
+    src = check(g, plan_of(g, [["n0"]]))
+    loads = [ln for ln in src.splitlines() if "tl.load(" in ln]
+    assert len(loads) == 2 and all('eviction_policy="evict_last"' in ln for ln in loads), loads
 
 
 RMS = """

@@ -2,6 +2,10 @@
 
 - A transposed 2D tile's loads: `evict_last` (Inductor's choice for them; faster on apbt,
   commit 0c70975).
+- A load that reads each element at several points of its node (its index leaves out a loop
+  variable the kernel runs: a bias, a norm's weight, a row's statistic), in any kernel:
+  `evict_last`, so that the output and input streams do not push it out of the L2 between the
+  programs that read it (Inductor's `is_broadcasted` rule).
 - In an r loop, a buffer that a later r loop of the kernel reads again: `evict_last`, so that
   the second read finds the row in the L2 (Inductor's choice for a looped softmax's first pass).
 - In an r loop, a load that reads the same elements for every row of the tile (a norm's
@@ -22,15 +26,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
+
+from fuseopt.ir.expr import Expr, Load, free_vars, walk
 
 Hint = Literal["evict_first", "evict_last"]
 
 
+def reads_again(index: Expr, sizes: Mapping[str, int], run: Mapping[str, object]) -> bool:
+    """Whether a direct load reads each element at several points of its node: its index leaves
+    out a loop variable of `sizes` (the node's) that the kernel runs (`run[v]` not None)."""
+    if any(isinstance(n, Load) for n in walk(index)):
+        return False
+    used = free_vars(index)
+    return any(n > 1 and v not in used and run.get(v) is not None for v, n in sizes.items())
+
+
 def eviction_hint(
-    *, tile_2d: bool, looped: bool, reread: bool, broadcast: bool, read_before: bool, streams: bool
+    *,
+    tile_2d: bool,
+    reused: bool,
+    looped: bool,
+    reread: bool,
+    broadcast: bool,
+    read_before: bool,
+    streams: bool,
 ) -> Hint | None:
-    if tile_2d:
+    if tile_2d or reused:
         return "evict_last"
     if looped and (reread or broadcast):
         return "evict_last"

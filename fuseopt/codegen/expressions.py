@@ -19,7 +19,7 @@ from fuseopt.codegen.emitter import (
     literal_text,
     paren,
 )
-from fuseopt.codegen.eviction import eviction_hint
+from fuseopt.codegen.eviction import eviction_hint, reads_again
 from fuseopt.codegen.indexing import Digit, axis_digit, merged_terms
 from fuseopt.codegen.layout import LINE_LENGTH
 from fuseopt.codegen.rules import (
@@ -242,6 +242,7 @@ class ExpressionEmitter(EmitterCore):
             args += f", {' & '.join(m.text for m in masks)}, other={other}"
         hint = eviction_hint(
             tile_2d=isinstance(self.strategy, Tile2D),
+            reused=reads_again(ld.index, ctx.ranges, ctx.digits),
             looped=self.loop is not None,
             reread=ld.buffer in self.reread,
             broadcast="x" not in idx.axes,
