@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from fuseopt.codegen.common import next_power_of_2
 from fuseopt.codegen.options import CodegenOptions
 from fuseopt.codegen.schedule import ComputeLaunch, build_schedule
@@ -114,3 +116,29 @@ def test_a_persistent_rnumel_override_alone_sets_both_limits() -> None:
     assert persistent_row.holds(g, launch, CodegenOptions(persistent_rnumel=32, persistent_aligned_rnumel=64))
     odd = _row_sum(4, 63)
     assert not persistent_row.holds(*odd, CodegenOptions(persistent_rnumel=32, persistent_aligned_rnumel=64))
+
+
+@pytest.mark.parametrize(("length", "dtype"), [(6000, "float32"), (12288, "bfloat16"), (16384, "float16")])
+def test_a_long_row_held_whole_matches_the_reference(length: int, dtype: str) -> None:
+    """A softmax over rows of 4097-16384 points that start on a vector boundary: one persistent
+    kernel (max, sum of exponentials, the normalised row) whose R0_BLOCK is the whole row, run
+    against the reference interpreter."""
+    g = parse_graph(
+        f"""
+format: fuseopt-graph/1
+name: softmax_rows
+buffers:
+  x: {{shape: [2, {length}], dtype: {dtype}, role: input}}
+  m: {{shape: [2], dtype: float32}}
+  s: {{shape: [2], dtype: float32}}
+  y: {{shape: [2, {length}], dtype: float32, role: output}}
+nodes:
+  - {{name: mx, loops: [[i, 2]], reduce: [[r, {length}]], store: "m[i]", value: "max(cast(x[{length}*i + r], float32))"}}
+  - {{name: se, loops: [[i, 2]], reduce: [[r, {length}]], store: "s[i]", value: "sum(exp(cast(x[{length}*i + r], float32) - m[i]))"}}
+  - {{name: y, loops: [[i, 2], [j, {length}]], store: "y[{length}*i + j]", value: "exp(cast(x[{length}*i + j], float32) - m[i]) / s[i]"}}
+"""
+    )
+    plan = optimize(g).plan
+    assert len(plan.kernels) == 1
+    src = check(g, plan)
+    assert "triton_per_" in src and f"R0_BLOCK={next_power_of_2(length)}" in src
