@@ -5,10 +5,9 @@ Pointwise kernels are 1D unless reads and writes disagree on which flat position
 contiguous loop so both sides are coalesced (Triton picks each access's layout from its
 contiguity). Reductions are persistent (one [XBLOCK, R0_BLOCK] tile holds whole rows) up to
 `persistent_aligned_rnumel` (`persistent_rnumel` for rows that start inside a vector), looped
-otherwise; the tile leans towards x when the reduced data is
-contiguous along x (outer reductions). Masks are dropped on an axis whose size every block
-candidate divides. Index arithmetic is int64 only where some intermediate of an index can leave int32.
-Every size, limit and count of programs comes from the target (`CodegenOptions.gpu`:
+otherwise; the tile leans towards x when the reduced data is contiguous along x (outer
+reductions). Masks are dropped on an axis whose size every block candidate divides. Index
+arithmetic is int64 only where some intermediate of an index can leave int32. Every size, limit and count of programs comes from the target (`CodegenOptions.gpu`:
 `fuseopt.targets`, whose files say why each tuned constant has its value).
 """
 
