@@ -7,8 +7,9 @@ contiguity). Reductions are persistent (one [XBLOCK, R0_BLOCK] tile holds whole 
 `persistent_aligned_rnumel` (`persistent_rnumel` for rows that start inside a vector), looped
 otherwise; the tile leans towards x when the reduced data is contiguous along x (outer
 reductions). Masks are dropped on an axis whose size every block candidate divides. Index
-arithmetic is int64 only where some intermediate of an index can leave int32. Every size, limit and count of programs comes from the target (`CodegenOptions.gpu`:
-`fuseopt.targets`, whose files say why each tuned constant has its value).
+arithmetic is int64 only where some intermediate of an index can leave int32. Every size, limit
+and count of programs comes from the target (`CodegenOptions.gpu`: `fuseopt.targets`, whose files
+say why each tuned constant has its value).
 """
 
 from __future__ import annotations
