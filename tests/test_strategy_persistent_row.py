@@ -142,3 +142,20 @@ nodes:
     assert len(plan.kernels) == 1
     src = check(g, plan)
     assert "triton_per_" in src and f"R0_BLOCK={next_power_of_2(length)}" in src
+
+
+def test_rows_longer_than_a_tile_offer_autotune_the_most_warps() -> None:
+    """A row a program (longer than `persistent_elements`) is also a candidate on the most warps
+    (max_warps and looped_widened_warps), the default staying on max_warps; shorter rows, several
+    a program, are not."""
+    o = CodegenOptions()
+    t = o.tuning
+    most = max(t.max_warps, t.looped_widened_warps)
+    assert most > t.max_warps
+    for length, offered in ((t.persistent_elements * 4, True), (t.persistent_elements, False)):
+        planned = persistent_row.applies(*_row_sum(64, length), o)
+        assert planned is not None
+        wide = [c for c in planned.candidates if c.num_warps == most]
+        assert bool(wide) is offered, (length, planned.candidates)
+        assert planned.config.num_warps <= t.max_warps
+        assert all(c.block("XBLOCK") == 1 and c.block("R0_BLOCK") == length for c in wide)

@@ -179,6 +179,12 @@ def configs_reduction(
         cands = [cfg(xb, rb) for xb in (1, 2, 4, 8, 16, 32, 64) if 1024 <= xb * rb <= 16384]
         if outer:
             cands += [cfg(xb, rb) for xb in (32, 64) if xb * rb == t.persistent_outer_elements]
+        most = max(t.max_warps, t.looped_widened_warps)
+        if not outer and rb > t.persistent_elements:
+            # rows longer than a default tile, a row a program: also on the most warps; on an
+            # H100 faster than max_warps for 9 of 11 rows of 4096-16384 points, slower for 2
+            # (results/persistent-rows-2026-12-06-h100.json, `warps`)
+            cands.append(LaunchConfig((("XBLOCK", 1), ("R0_BLOCK", rb)), most))
         return default, unique_configs(default, cands)
     # Looped: about `looped_programs_per_multiprocessor` programs a multiprocessor, else a few
     # programs stream the whole tensor with too few loads in flight; the tile holds about
