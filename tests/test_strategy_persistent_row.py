@@ -94,7 +94,7 @@ def test_rows_read_in_vectors_are_held_further() -> None:
             (long - vector, 0, True),  # aligned, not a power of two
             (long + vector, 0, False),  # aligned, past it
             (long - 1, 0, False),  # odd length: rows start inside a vector
-            (long - vector, 1, False),  # x[:, 1:]: every row starts one point in
+            (long - 1, 1, False),  # x[:, 1:] of rows of `long`: each row starts one point in
             (t.persistent_rnumel - 1, 0, True),  # unaligned, within persistent_rnumel
             (t.persistent_rnumel, 1, True),
         )
