@@ -179,7 +179,7 @@ def configs_reduction(
         cands = [cfg(xb, rb) for xb in (1, 2, 4, 8, 16, 32, 64) if 1024 <= xb * rb <= 16384]
         if outer:
             cands += [cfg(xb, rb) for xb in (32, 64) if xb * rb == t.persistent_outer_elements]
-        most = max(t.max_warps, t.looped_widened_warps)
+        most = t.most_warps
         if not outer and rb > t.persistent_elements:
             # rows longer than a default tile, a row a program: also on the most warps; on an
             # H100 faster than max_warps for 9 of 11 rows of 4096-16384 points, slower for 2
@@ -234,7 +234,7 @@ def configs_reduction(
         rb //= 2
     default = LaunchConfig((("XBLOCK", xb), ("R0_BLOCK", rb)), warps)
     cands = [cfg(1, 2048), cfg(4, 1024), cfg(8, 512), cfg(16, 256), cfg(32, 64), cfg(64, 64), cfg(128, 16)]
-    most = max(t.max_warps, t.looped_widened_warps)
+    most = t.most_warps
     if row_a_program:
         # a row on `looped_row_warps` doubled up to the most warps: on an H100 each of 4, 8 and 16
         # was the fastest for some (results/looped-rows-2026-12-06-h100.json)

@@ -166,6 +166,11 @@ class Tuning:
         "a looped reduction's r loops run apart where the model estimates them this many percent faster"
     )
 
+    @property
+    def most_warps(self) -> int:
+        """The most warps any reduction program runs: `max_warps`, or a widened looped tile's."""
+        return max(self.max_warps, self.looped_widened_warps)
+
 
 @dataclass(frozen=True)
 class Tuned:
@@ -226,7 +231,7 @@ class Target:
                 f"target {self.name!r}: provenance must list every tuned constant once, in Tuning's "
                 f"order (missing {missing}, unknown {extra})"
             )
-        threads = max(self.tuning.max_warps, self.tuning.looped_widened_warps) * self.warp_size
+        threads = self.tuning.most_warps * self.warp_size
         if threads > self.max_threads_per_block:
             raise ValueError(
                 f"target {self.name!r}: {threads} threads a program, most is {self.max_threads_per_block}"
