@@ -50,6 +50,17 @@ def _written_then_returned(x: torch.Tensor, y: torch.Tensor) -> Any:
     return x, x * 2, y
 
 
+def _written_returned_alone(x: torch.Tensor) -> Any:
+    """Inductor's one graph output is the input itself: its new value's buffer is the result."""
+    x.add_(1)
+    return x
+
+
+def _written_returned_late(x: torch.Tensor, y: torch.Tensor) -> Any:
+    y.mul_(2)
+    return x.sum(), y, y.t(), x
+
+
 class _Norm(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -63,6 +74,8 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[[], tuple[torch.Tensor, .
     "twice": (_twice, lambda: (_randn(4, 5),)),
     "inputs_between": (_inputs_between, lambda: (_randn(4, 3), _randn(3, 6))),
     "written_then_returned": (_written_then_returned, lambda: (_randn(4, 5), _randn(4, 5))),
+    "written_returned_alone": (_written_returned_alone, lambda: (_randn(4, 5),)),
+    "written_returned_late": (_written_returned_late, lambda: (_randn(4, 5), _randn(4, 5))),
     "module_state": (_Norm().train(), lambda: (_randn(6, 3),)),
     "no_ops": (_no_ops, lambda: (_randn(4, 5),)),
     "square": (_square, lambda: (_randn(4, 4),)),

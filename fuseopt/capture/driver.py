@@ -390,7 +390,10 @@ def _output_spec(conv: Converter, out: Any) -> OutputSpec:
         return OutputSpec(name, lay, tuple((p.buffer, p.offset) for p in c.pieces))
     if name not in conv.written and name not in conv.renames and name not in conv.constants_used:
         raise CaptureError(f"graph output {name} is not computed by any captured node")
-    return OutputSpec(conv.buffer_name(name), lay)
+    # a graph input written in place (`x.add_(1); return x`): its final value is the buffer of its
+    # new value (FORMAT has no aliasing), in the input's layout
+    new_value = next((b for b, i in conv.mutations.items() if i == name), None)
+    return OutputSpec(new_value or conv.buffer_name(name), lay)
 
 
 def _buffer_doc(lay: Layout, role: str) -> dict[str, Any]:
