@@ -125,7 +125,23 @@ def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
             _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps),
         )
 
-    default = cfg(min(t.transpose_yblock, t.max_yblock), min(t.transpose_xblock, t.max_xblock))
+    rows, cols = min(t.transpose_yblock, t.max_yblock), min(t.transpose_xblock, t.max_xblock)
+    default = cfg(rows, cols)
+    xb = default.block("XBLOCK")
+    if xb < cols:
+        # Rows narrower than the tile's (a pixel shuffle's 2 points) take more of them, so that
+        # the tile keeps its points: each program moves as many bytes, and there are as many
+        # programs to start, as in a full-width tile; not below `pointwise_warps_per_multiprocessor`
+        # warps a multiprocessor (as `_fewer_points`).
+        ynumel, xnumel = launch.axes[0].numel, launch.axes[1].numel
+        fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
+        def warps(yb: int) -> int:
+            return _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps)
+
+        yb = min(ycap, rows * cols // xb)
+        while yb > rows and cdiv(ynumel, yb) * cdiv(xnumel, xb) * warps(yb) < fill:
+            yb //= 2
+        default = LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), warps(yb))
     return default, unique_configs(default, [cfg(32, 32), cfg(64, 64), cfg(128, 64), cfg(32, 128)])
 
 
