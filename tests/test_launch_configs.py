@@ -57,7 +57,9 @@ def check_config(
         # a persistent tile holds its rows whole; a looped tile may offer autotune a whole row a
         # step where later loops read it again (`configs_reduction`)
         whole_row = name == "R0_BLOCK" and (persistent or (looped and block == next_power_of_2(axis.numel)))
-        assert whole_row or block <= limits[name], (c, limits)
+        # a 2D tile narrower than max_xblock may take more rows, no more points (`configs_2d`)
+        narrow = name == "YBLOCK" and block * c.block("XBLOCK") <= t.max_yblock * t.max_xblock
+        assert whole_row or narrow or block <= limits[name], (c, limits)
 
 
 def check_planned(graph: Graph, planned_: Planned[object], o: CodegenOptions) -> None:

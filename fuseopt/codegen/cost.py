@@ -4,7 +4,9 @@
 
 - **Bytes.** Each global access touches the elements its index reaches (`launch_counts`); a
   buffer moves between DRAM and the chip at most once a pass, however many accesses read it (the
-  L2 serves the overlap of a pooling window's loads). A looped reduction reads a buffer again in
+  L2 serves the overlap of a pooling window's loads), and reads of one element at one point of
+  the tile by several nodes are one access (the emitter loads it once: a gathered row that a
+  norm's statistics and its output both read). A looped reduction reads a buffer again in
   each later r loop that reads it: from the L2 when the rows its resident programs hold fit there.
 - **Transactions.** An access is fetched in sectors (`Target.sector_bytes`): along its contiguous
   dimension a tile reads `block` elements in a row, so an access contiguous along an axis whose
@@ -31,6 +33,7 @@ constants are the target's (`Target`: hardware facts; `Tuning.cost_*`: measured)
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fuseopt.codegen.common import cdiv, prod
@@ -54,7 +57,8 @@ from fuseopt.codegen.strategies.base import Work
 from fuseopt.codegen.tiling import Tiling
 from fuseopt.codegen.windows.census import cell_loads, row_loads
 from fuseopt.ir.bounds import linear_form
-from fuseopt.ir.expr import Expr, Var
+from fuseopt.ir.dtypes import DType
+from fuseopt.ir.expr import Expr, Var, substitute_vars
 from fuseopt.ir.graph import Graph
 
 
@@ -184,12 +188,14 @@ def _traffic(
     fetched: list[float] = []
     seen: set[tuple[str, Expr, int]] = set()
     for p in launch.placements:
-        digits = {v: d for v, d in digits_of(p, sizes).items() if d is not None and d.base in lanes}
+        every = digits_of(p, sizes)
+        digits = {v: d for v, d in every.items() if d is not None and d.base in lanes}
         k = passes.get(p.node.name, 0)
         for buf, index, nbytes in launch_accesses(graph, launch, p):
-            if (buf, index, k) in seen:
+            key = (buf, _over_lanes(index, every), k)
+            if key in seen:
                 continue
-            seen.add((buf, index, k))
+            seen.add(key)
             b = graph.buffer(buf)
             item = b.dtype.itemsize
             touched = min(nbytes, b.storage_size * item)
@@ -201,6 +207,14 @@ def _traffic(
     # fsum: the same total whatever order the kernel lists its nodes in
     per_pass = {key: min(storage[key], math.fsum(v)) for key, v in sorted(moved.items())}
     return per_pass, math.fsum(fetched)
+
+
+def _over_lanes(index: Expr, digits: Mapping[str, Digit | None]) -> Expr:
+    """`index` with each loop variable named by its digit of the tile: two nodes' reads of one
+    element at the same point (a norm's statistics and its output, each over loop variables of
+    its own) are one access, as the emitter loads it once."""
+    names = {v: Var(dtype=DType.int64, name=f"{d.base}/{d.div}%{d.mod}") for v, d in digits.items() if d}
+    return substitute_vars(index, names)
 
 
 def _run(
