@@ -578,6 +578,26 @@ def test_bench_checks_the_inputs_a_program_writes_in_place() -> None:
     assert not eager["ok"] and "written in place" in eager["error"], eager
 
 
+def _square_plus(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a * b + a
+
+
+@interpreter_only
+def test_one_tensor_passed_twice_binds_both_arguments_to_its_input() -> None:
+    """`f(x, x)`: Dynamo makes the one tensor one graph input; both arguments are bound to it
+    (the second was reported as unused), and eager's run on it is checked."""
+    from fuseopt.bench.model import bind_capture
+    from fuseopt.capture import capture_program
+
+    x = torch.randn(4, 5)
+    cap = capture_program(_square_plus, x, x)
+    (only,) = cap.graph.inputs
+    bound = bind_capture(cap.graph, _square_plus, [x, x], cap)
+    assert bound.arguments == (only.name, only.name)
+    res = bench_graph(cap.graph, bound, interpret=True, inputs=bound.input_storages())
+    assert res["ok"], [v["error"] for v in res["variants"]]
+
+
 @interpreter_only
 def test_bench_starts_each_check_from_the_modules_own_buffers_as_they_were() -> None:
     """BatchNorm in training mode updates its running statistics on every call: each checked run

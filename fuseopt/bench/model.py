@@ -254,11 +254,12 @@ def bind_capture(
     """Bind `graph`'s input buffers to the tensors of `cap`, the capture of `fn(*args)` (which the
     graph may be a saved copy of)."""
     _same_inputs(graph, cap.graph)
-    by_id = {id(t): i for i, t in enumerate(args)}
+    by_id: dict[int, list[int]] = {}
+    for i, t in enumerate(args):
+        by_id.setdefault(id(t), []).append(i)
     named: dict[int, str] = {}
     for b in graph.inputs:
-        i = by_id.get(id(cap.inputs[b.name]))
-        if i is not None:
+        for i in by_id.get(id(cap.inputs[b.name]), []):  # one tensor passed twice: one input
             named[i] = b.name
     # an argument that no node reads is not a graph input: the program still takes it
     missing = [i for i in range(len(args)) if i not in named]
