@@ -213,7 +213,11 @@ def _over_lanes(index: Expr, digits: Mapping[str, Digit | None]) -> Expr:
     """`index` with each loop variable named by its digit of the tile: two nodes' reads of one
     element at the same point (a norm's statistics and its output, each over loop variables of
     its own) are one access, as the emitter loads it once."""
-    names = {v: Var(dtype=DType.int64, name=f"{d.base}/{d.div}%{d.mod}") for v, d in digits.items() if d}
+    names = {
+        v: Var(dtype=DType.int64, name=f"{d.base}/{d.div}%{d.mod}")
+        for v, d in digits.items()
+        if d is not None
+    }
     return substitute_vars(index, names)
 
 

@@ -135,6 +135,7 @@ def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
         # warps a multiprocessor (as `_fewer_points`).
         ynumel, xnumel = launch.axes[0].numel, launch.axes[1].numel
         fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
+
         def warps(yb: int) -> int:
             return _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps)
 

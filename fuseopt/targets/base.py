@@ -28,7 +28,9 @@ class Tuning:
 
     # -- block caps
     max_xblock: int = _doc("largest XBLOCK of any tile")
-    max_yblock: int = _doc("largest YBLOCK of a 2D tile as wide as max_xblock; a narrower one keeps the points")
+    max_yblock: int = _doc(
+        "largest YBLOCK of a 2D tile as wide as max_xblock; a narrower one keeps the points"
+    )
     max_r0_block: int = _doc(
         "largest R0_BLOCK of any reduction tile, but a looped one widened for bytes in flight "
         "(looped_max_r0_block)"
