@@ -107,7 +107,7 @@ def canonical_terms(
     digit_terms: dict[Digit, int] = {}
     other: dict[str, int] = {}
     for atom, k in f.coeffs:
-        d = _as_digit(atom, names)
+        d = digit_of(atom, names)
         if d is None:
             key = repr(_strip(atom))
             other[key] = other.get(key, 0) + k
@@ -121,23 +121,6 @@ def canonical_terms(
             terms[dd] = terms.get(dd, 0) + k * kk
     merged = {d: k for d, k in merge_digits(terms, extents).items() if k != 0}
     return merged, {a: k for a, k in other.items() if k != 0}, f.const
-
-
-def _as_digit(e: Expr, names: Mapping[str, Digit]) -> Digit | None:
-    if isinstance(e, Var):
-        return names.get(e.name)
-    if isinstance(e, Binary) and e.op in ("floordiv", "mod") and isinstance(e.b, Const):
-        c = int(e.b.value)
-        d = _as_digit(e.a, names)
-        if d is None or c <= 0:
-            return None
-        if e.op == "floordiv":
-            if d.mod is None:
-                return Digit(d.base, d.div * c, None)
-            return Digit(d.base, d.div * c, d.mod // c) if d.mod % c == 0 else None
-        if d.mod is None or d.mod % c == 0:
-            return Digit(d.base, d.div, c)
-    return None
 
 
 def unflatten(d: Digit, flats: Mapping[str, Flat]) -> list[tuple[Digit, int]]:
