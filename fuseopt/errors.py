@@ -68,7 +68,9 @@ class Diagnostic:
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        head = f"{where}: {self.pointer or '/'}: {self.message}"
+        # one line whatever the input holds: a newline in a key of the pointer (or in a file name)
+        # would otherwise start a line of its own, which could read as another diagnostic
+        head = f"{where}: {self.pointer or '/'}: {self.message}".replace("\n", "\\n")
         if self.source is None or self.span is None:
             return head
         return head + "\n" + caret_excerpt(self.source, self.span)

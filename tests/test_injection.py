@@ -574,6 +574,22 @@ def test_markup_in_errors_prints_as_text(tmp_path: Path) -> None:
     assert "missing.json" in _ok(res, 2)
 
 
+def test_a_newline_in_a_key_keeps_a_diagnostic_on_its_line(tmp_path: Path) -> None:
+    """A key of the input (a buffer's name) that holds a newline is in the diagnostic's pointer:
+    it prints escaped, so the input cannot add a line that reads as a diagnostic of its own."""
+    graph = tmp_path / "g.yaml"
+    graph.write_text(
+        "format: fuseopt-graph/1\nname: t\nbuffers:\n"
+        '  "a\\nerror: forged.yaml:1:1: fake": {shape: [4], dtype: float32, role: input}\n'
+        "  o: {shape: [4], dtype: float32, role: output}\n"
+        "nodes:\n  - {name: n0, loops: [[i, 4]], store: 'o[i]', value: 'o[i]'}\n",
+        encoding="utf-8",
+    )
+    text = _ok(CliRunner().invoke(cli, ["validate", str(graph)]), 2)
+    assert not any(line.startswith("error: forged.yaml") for line in text.splitlines()), text
+    assert "/buffers/a\\nerror: forged.yaml" in text
+
+
 def test_optimize_writes_all_of_its_files_or_none(tmp_path: Path) -> None:
     """plan.json, kernels.py, launches.json and the HTML page are rendered first and written together: when one
     cannot be written, none is (and no folder is left behind)."""
