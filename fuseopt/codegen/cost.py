@@ -33,11 +33,10 @@ constants are the target's (`Target`: hardware facts; `Tuning.cost_*`: measured)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fuseopt.codegen.common import cdiv, prod
-from fuseopt.codegen.indexing import Digit
+from fuseopt.codegen.indexing import Digit, over_digits
 from fuseopt.codegen.launch_configs import l2_serves, register_limit, thread_registers
 from fuseopt.codegen.launch_counts import launch_accesses
 from fuseopt.codegen.loop_phases import accumulators, online_sums, phases
@@ -57,8 +56,7 @@ from fuseopt.codegen.strategies.base import Work
 from fuseopt.codegen.tiling import Tiling
 from fuseopt.codegen.windows.census import cell_loads, row_loads
 from fuseopt.ir.bounds import linear_form
-from fuseopt.ir.dtypes import DType
-from fuseopt.ir.expr import Expr, Var, substitute_vars
+from fuseopt.ir.expr import Expr, Var
 from fuseopt.ir.graph import Graph
 
 
@@ -192,7 +190,7 @@ def _traffic(
         digits = {v: d for v, d in every.items() if d is not None and d.base in lanes}
         k = passes.get(p.node.name, 0)
         for buf, index, nbytes in launch_accesses(graph, launch, p):
-            key = (buf, _over_lanes(index, every), k)
+            key = (buf, over_digits(index, every), k)
             if key in seen:
                 continue
             seen.add(key)
@@ -207,18 +205,6 @@ def _traffic(
     # fsum: the same total whatever order the kernel lists its nodes in
     per_pass = {key: min(storage[key], math.fsum(v)) for key, v in sorted(moved.items())}
     return per_pass, math.fsum(fetched)
-
-
-def _over_lanes(index: Expr, digits: Mapping[str, Digit | None]) -> Expr:
-    """`index` with each loop variable named by its digit of the tile: two nodes' reads of one
-    element at the same point (a norm's statistics and its output, each over loop variables of
-    its own) are one access, as the emitter loads it once."""
-    names = {
-        v: Var(dtype=DType.int64, name=f"{d.base}/{d.div}%{d.mod}")
-        for v, d in digits.items()
-        if d is not None
-    }
-    return substitute_vars(index, names)
 
 
 def _run(

@@ -84,6 +84,14 @@ class Flat:
     inner_extent: int
 
 
+def over_digits(index: Expr, digits: Mapping[str, Digit | None]) -> Expr:
+    """`index` with each loop variable replaced by its digit of the kernel's axes (a variable of
+    its own name, `<base//div%mod>`), one of no digit by 0: two nodes' indices over loop
+    variables of their own are equal where they reach the same element at every point."""
+    mapping: dict[str, Expr] = {v: Const(0) if d is None else Var(_digit_name(d)) for v, d in digits.items()}
+    return substitute_vars(index, mapping)
+
+
 def canonical_terms(
     index: Expr,
     digits: Mapping[str, Digit | None],
@@ -95,15 +103,8 @@ def canonical_terms(
     element at every point of the kernel. `//` and `%` of a digit by a constant are digits too;
     digits of a flattened base are rewritten onto its two axes where they fall on one side of the
     split (or are the whole flat index). Non-affine parts are kept as opaque atoms."""
-    names: dict[str, Digit] = {}
-    mapping: dict[str, Expr] = {}
-    for v, d in digits.items():
-        if d is None:
-            mapping[v] = Const(0)
-        else:
-            names[_digit_name(d)] = d
-            mapping[v] = Var(_digit_name(d))
-    f = linear_form(substitute_vars(index, mapping))
+    names = {_digit_name(d): d for d in digits.values() if d is not None}
+    f = linear_form(over_digits(index, digits))
     digit_terms: dict[Digit, int] = {}
     other: dict[str, int] = {}
     for atom, k in f.coeffs:

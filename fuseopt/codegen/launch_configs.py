@@ -118,8 +118,8 @@ def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
     t = o.tuning
     ycap, xcap = next_power_of_2(launch.axes[0].numel), next_power_of_2(launch.axes[1].numel)
 
-    def cfg(yb: int, xb: int) -> LaunchConfig:
-        yb, xb = min(ycap, yb, t.max_yblock), min(xcap, xb, t.max_xblock)
+    def cfg(yb: int, xb: int, most_rows: int = t.max_yblock) -> LaunchConfig:
+        yb, xb = min(ycap, yb, most_rows), min(xcap, xb, t.max_xblock)
         return LaunchConfig(
             (("YBLOCK", yb), ("XBLOCK", xb)),
             _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps),
@@ -135,14 +135,10 @@ def configs_2d(launch: ComputeLaunch, o: CodegenOptions) -> tuple[LaunchConfig, 
         # warps a multiprocessor (as `_fewer_points`).
         ynumel, xnumel = launch.axes[0].numel, launch.axes[1].numel
         fill = o.gpu.multiprocessors * t.pointwise_warps_per_multiprocessor
-
-        def warps(yb: int) -> int:
-            return _warps(yb * xb, t.transpose_points_per_warp, t.pointwise_max_warps)
-
         yb = min(ycap, rows * cols // xb)
-        while yb > rows and cdiv(ynumel, yb) * cdiv(xnumel, xb) * warps(yb) < fill:
+        while yb > rows and cdiv(ynumel, yb) * cdiv(xnumel, xb) * cfg(yb, xb, yb).num_warps < fill:
             yb //= 2
-        default = LaunchConfig((("YBLOCK", yb), ("XBLOCK", xb)), warps(yb))
+        default = cfg(yb, xb, yb)
     return default, unique_configs(default, [cfg(32, 32), cfg(64, 64), cfg(128, 64), cfg(32, 128)])
 
 
